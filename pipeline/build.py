@@ -1,0 +1,103 @@
+"""`lemur-data build`: plan, run every step on Ray, account, write stats.json."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lemur_data.pipeline.executor import connect, run_phase
+from lemur_data.pipeline.manifest import Manifest
+from lemur_data.pipeline.planner import RunPlan, plan_run
+from lemur_data.pipeline.progress import Mode, phase_progress
+from lemur_data.pipeline.stats import check_accounting, stage_stats
+from lemur_data.stages import storage
+from rich.console import Console
+
+
+class RunDirError(Exception):
+    """The run folder belongs to another manifest."""
+
+
+@dataclass
+class BuildResult:
+    plan: RunPlan
+    stats: dict[str, Any]
+    seconds: float
+
+
+def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
+    """Record the manifest; refuse a folder made by a different manifest."""
+    record = storage.join(run_dir, "manifest.json")
+    fingerprint = manifest.fingerprint()
+    if storage.exists(record):
+        previous = storage.read_json(record).get("fingerprint")
+        if previous != fingerprint:
+            raise RunDirError(
+                f"{run_dir} holds a run of a different manifest (fingerprint {previous}, "
+                f"this one {fingerprint}); use another --run-dir or delete it")
+        return
+    storage.write_json_atomic(record, {"fingerprint": fingerprint,
+                                       "manifest": manifest.model_dump(mode="json")})
+
+
+def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
+          workers: int | None = None, progress: Mode = "auto",
+          console: Console | None = None) -> BuildResult:
+    console = console or Console(stderr=True)
+    started = time.perf_counter()
+    plan = plan_run(manifest, run_dir)
+    prepare_run_dir(manifest, run_dir)
+    connect(ray_address, workers)
+    rows: list[dict[str, Any]] = []
+    order: list[str] = []
+    timings: dict[str, float] = {}
+    global_summaries: dict[str, Any] = {}
+    for step in plan.steps:
+        step_start = time.perf_counter()
+        phase_results: dict[str, list[dict[str, Any]]] = {}
+        for phase in step.phases:
+            name = step.label if step.kind == "documents" else f"{step.label}.{phase.name}"
+            markers = plan.layout.markers(step.label if step.kind == "documents"
+                                          else f"{step.label}/{phase.name}")
+            with phase_progress(name, len(phase.tasks), progress, console) as tracker:
+                phase_results[phase.name] = run_phase(phase, markers, workers, tracker)
+        if step.kind == "documents":
+            order += [n for n in step.stage_names if n not in order]
+            for summary in phase_results[step.label]:
+                rows += summary["counts"]
+        else:
+            assert step.global_stage is not None and step.global_ctx is not None
+            global_summaries[step.stage_names[0]] = {
+                "params": step.global_stage.params.model_dump(mode="json"),
+                **step.global_stage.summary(step.global_ctx)}
+        timings[step.label] = round(time.perf_counter() - step_start, 3)
+    stages = stage_stats(rows, order)
+    for stage in stages:
+        stage.update(global_summaries.get(stage["name"], {}))
+    params = {spec.name: spec.params.model_dump(mode="json") for spec in manifest.stage_specs}
+    for stage in stages:
+        stage.setdefault("params", params.get(stage["name"], {}))
+    check_accounting(stages)
+    stats = {
+        "manifest": manifest.name,
+        "fingerprint": manifest.fingerprint(),
+        "shards": len(plan.output_shards),
+        "input": stages[0]["in"] if stages else {"docs": 0, "bytes": 0},
+        "output": {**(stages[-1]["kept"] if stages else {"docs": 0, "bytes": 0}),
+                   "by_source": {k: v["kept"] for k, v in stages[-1]["by_source"].items()}
+                   if stages else {},
+                   "by_lang": {k: v["kept"] for k, v in stages[-1]["by_lang"].items()}
+                   if stages else {},
+                   "shards": sorted(p.rsplit("/", 1)[-1] for p in plan.output_shards.values()),
+                   "dir": plan.steps[-1].out_dir.replace(run_dir.rstrip("/") + "/", "")},
+        "stages": stages,
+        "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
+    }
+    storage.write_json_atomic(plan.layout.path("stats.json"), stats)
+    seconds = time.perf_counter() - started
+    storage.write_bytes_atomic(plan.layout.path("timings.json"),
+                               json.dumps({"steps": timings, "total": round(seconds, 3)},
+                                          indent=2).encode())
+    return BuildResult(plan, stats, seconds)

@@ -1,0 +1,134 @@
+"""One Ray task per shard: read once, apply every document stage in order, write once.
+
+The runner, not the stages, does the accounting here: each stage returns a
+reason per document (null = keep), and this file splits kept from removed,
+prefixes reasons with the stage name, and counts in/kept/removed per source,
+kind, language and reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+from lemur_data.stages import storage
+from lemur_data.stages.base import DocumentStage, ShardContext, StageResult
+from lemur_data.stages.ingest import read_unit
+from lemur_data.stages.readers.common import InputUnit, SourceInfo
+
+# Stage instances built in this worker process, reused across shards.
+_BUILT: dict[str, DocumentStage] = {}
+
+
+@dataclass(frozen=True)
+class IngestInput:
+    reader: Any
+    source: SourceInfo
+    unit: InputUnit
+
+
+@dataclass(frozen=True)
+class FusedShardTask:
+    """Documents of one shard through a run of document stages."""
+
+    shard_id: str
+    input: IngestInput | str  # an input unit to ingest, or the parquet of the group before
+    stages: list[DocumentStage]
+    out_path: str
+    removed_path: str
+    ctx: ShardContext
+
+    def __call__(self) -> dict[str, Any]:
+        removed: list[pa.Table] = []
+        counts: list[dict[str, Any]] = []
+        if isinstance(self.input, IngestInput):
+            read = read_unit(self.input.reader, self.input.source, self.input.unit)
+            docs = read.drop_columns(["reason", "detail"])
+            docs = _account("ingest", docs, read.column("reason"), read.column("detail"),
+                            removed, counts)
+        else:
+            docs = storage.read_parquet(self.input)
+        for stage in self.stages:
+            built = _built(stage)
+            result = _apply_in_scope(built, docs, self.ctx)
+            docs = _account(built.name, result.table, result.reasons, result.details,
+                            removed, counts)
+        storage.write_parquet_atomic(self.out_path, docs)
+        gone = (pa.concat_tables(removed, promote_options="default") if removed
+                else docs.schema.append(pa.field("reason", pa.string())).empty_table())
+        storage.write_parquet_atomic(self.removed_path, gone)
+        return {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+
+
+def _built(stage: DocumentStage) -> DocumentStage:
+    key = stage.cache_key()
+    if key not in _BUILT:
+        stage.setup()
+        _BUILT[key] = stage
+    return _BUILT[key]
+
+
+def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> StageResult:
+    """Apply `stage` to the documents its `sources`/`kinds` select; others pass untouched."""
+    params = stage.params
+    mask = pa.array([True] * docs.num_rows)
+    if params.sources is not None:
+        mask = pc.and_(mask, pc.is_in(docs.column("source"), pa.array(params.sources)))
+    if params.kinds is not None:
+        mask = pc.and_(mask, pc.is_in(docs.column("kind"), pa.array(params.kinds)))
+    selected = int(pc.sum(mask).as_py() or 0)
+    if selected == docs.num_rows:
+        return stage.apply(docs, ctx)
+    positions = pa.array(range(docs.num_rows), pa.int64())
+    inside, outside = pc.filter(positions, mask), pc.filter(positions, pc.invert(mask))
+    result = (stage.apply(docs.take(inside), ctx) if selected
+              else StageResult.keep_all(docs.take(inside)))
+    passing = docs.take(outside)
+    merged = pa.concat_tables([result.table, passing], promote_options="default")
+    order = pc.sort_indices(pa.concat_arrays([inside, outside]))
+    reasons = pa.concat_arrays([result.reasons.cast(pa.string()),
+                                pa.nulls(len(outside), pa.string())]).take(order)
+    details = None
+    if result.details is not None:
+        details = pa.concat_arrays([result.details.cast(pa.string()),
+                                    pa.nulls(len(outside), pa.string())]).take(order)
+    return StageResult(merged.take(order), reasons, details)
+
+
+def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
+             details: pa.Array | pa.ChunkedArray | None, removed: list[pa.Table],
+             counts: list[dict[str, Any]]) -> pa.Table:
+    """Split kept from removed and count both; returns the kept documents."""
+    reasons = _flat(reasons)
+    if len(reasons) != docs.num_rows:
+        raise RuntimeError(f"stage {stage} returned {len(reasons)} reasons for "
+                           f"{docs.num_rows} documents")
+    dropped = pc.is_valid(reasons)
+    frame = pl.DataFrame({
+        "source": docs.column("source").to_pylist(),
+        "kind": docs.column("kind").to_pylist(),
+        "lang": docs.column("lang").to_pylist(),
+        "bytes": pc.binary_length(docs.column("text")).to_pylist(),
+        "reason": [f"{stage}:{r}" if r is not None else None for r in reasons.to_pylist()],
+    }, schema={"source": pl.String, "kind": pl.String, "lang": pl.String, "bytes": pl.Int64,
+               "reason": pl.String})
+    grouped = (frame.group_by(["source", "kind", "lang", "reason"])
+               .agg(pl.len().alias("docs"), pl.col("bytes").sum().alias("bytes"))
+               .sort(["source", "kind", "lang", "reason"], nulls_last=True))
+    for row in grouped.iter_rows(named=True):
+        counts.append({"stage": stage, **row})
+    if int(pc.sum(dropped).as_py() or 0):
+        gone = docs.filter(dropped)
+        gone = gone.append_column("reason", pa.array(
+            [f"{stage}:{r}" for r in pc.filter(reasons, dropped).to_pylist()], pa.string()))
+        detail = (pc.filter(_flat(details), dropped) if details is not None
+                  else pa.nulls(gone.num_rows, pa.string()))
+        removed.append(gone.append_column("detail", detail.cast(pa.string())))
+    return docs.filter(pc.invert(dropped))
+
+
+def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -1,0 +1,312 @@
+"""The manifest: one YAML file that says what to build, validated strictly.
+
+Unknown keys, wrong types and missing fields are errors that name the key path
+(`sources[2].reader.paths`) and what was expected. Reader paths may use
+placeholders for what every Python install has ({stdlib}, {purelib},
+{platlib}, {include}), {manifest_dir}, and ${ENV_VARS}; relative local paths
+are relative to the manifest file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from lemur_data.stages.base import StageParams
+from lemur_data.stages.documents import MAPPABLE_COLUMNS
+from lemur_data.stages.ingest import ReaderConfig
+from lemur_data.stages.readers.common import SourceInfo
+from lemur_data.stages.registry import STAGES
+from pydantic import (
+    BaseModel,
+    ByteSize,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be used; each problem names its key path."""
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        self.where = where
+        self.problems = problems
+        super().__init__(f"{where}: invalid manifest\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShardSpec(Strict):
+    max_docs: PositiveInt = 20000
+    """Most documents in one shard (one Ray task's worth of work)."""
+    max_bytes: ByteSize = ByteSize(256 * 2**20)
+    """About the most text bytes in one shard."""
+
+
+class SourceSpec(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    kind: Literal["code", "text"]
+    reader: ReaderConfig
+    columns: dict[str, str] = {}
+    """Document column -> input column, e.g. {text: content, repo: max_stars_repo_name}."""
+    lang: str | None = None
+    """Fixed language of every document (e.g. Python for stack-python)."""
+    max_doc_bytes: ByteSize = ByteSize(16 * 2**20)
+    """Larger documents are quarantined with reason ingest:too_large."""
+    on_bad_file: Literal["fail", "quarantine"] = "quarantine"
+    """An unreadable file stops the run (fail) or is recorded in removed/ (quarantine)."""
+
+    @field_validator("columns")
+    @classmethod
+    def _known_targets(cls, columns: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(columns) - set(MAPPABLE_COLUMNS))
+        if unknown:
+            raise ValueError(f"unknown document column(s) {unknown}; "
+                             f"mappable columns are {list(MAPPABLE_COLUMNS)}")
+        return columns
+
+    def info(self) -> SourceInfo:
+        return SourceInfo(self.name, self.kind, dict(self.columns), self.lang,
+                          int(self.max_doc_bytes), self.on_bad_file)
+
+
+class TokenizerSpec(Strict):
+    hf: str | None = None
+    """A Hub tokenizer id (meta-llama/Llama-2-70b-hf); needs the network."""
+    file: str | None = None
+    """A local tokenizer.json."""
+    sentencepiece: str | None = None
+    """A local SentencePiece .model file."""
+    bos: bool = False
+    eos: bool = True
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TokenizerSpec:
+        given = [k for k in ("hf", "file", "sentencepiece") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of hf, file, sentencepiece (got {given})")
+        return self
+
+
+class MixtureSpec(Strict):
+    total_tokens: PositiveFloat
+    weights: dict[str, PositiveFloat]
+    """By kind (code, text) or by source name; per-language with `code:Python`."""
+
+
+class MegatronOutputSpec(Strict):
+    max_shard_bytes: ByteSize = ByteSize(8 * 10**9)
+    blend: Literal["separate", "pre_blended"] = "separate"
+    seq_length: PositiveInt | None = None
+
+
+class OutputSpec(Strict):
+    megatron: MegatronOutputSpec | None = None
+
+
+class TrainSpec(Strict):
+    preset: str
+    tensor_parallel: PositiveInt = 1
+    pipeline_parallel: PositiveInt = 1
+    global_batch: PositiveInt = 1024
+    micro_batch: PositiveInt = 1
+    seq_length: PositiveInt = 4096
+    overrides: dict[str, Any] = {}
+
+
+class Manifest(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    seed: int = 0
+    shard: ShardSpec = ShardSpec()
+    sources: list[SourceSpec] = Field(min_length=1)
+    stages: list[dict[str, dict[str, Any] | None]] = []
+    tokenizer: TokenizerSpec | None = None
+    mixture: MixtureSpec | None = None
+    output: OutputSpec | None = None
+    train: TrainSpec | None = None
+
+    def source(self, name: str) -> SourceSpec:
+        return next(s for s in self.sources if s.name == name)
+
+    @property
+    def stage_specs(self) -> list[StageSpec]:
+        specs = []
+        for entry in self.stages:
+            (name, params), = entry.items()
+            specs.append(StageSpec(name, STAGES[name].Params.model_validate(params or {})))
+        return specs
+
+    def fingerprint(self) -> str:
+        """Hash of everything that decides the output (used to refuse mixing runs)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    params: StageParams
+
+
+def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read, expand placeholders and validate a manifest file."""
+    where = str(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ManifestError(where, ["file not found"]) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(where, [f"not valid YAML: {error}"]) from None
+    if not isinstance(raw, dict):
+        raise ManifestError(where, ["top level must be a mapping of keys (name, sources, ...)"])
+    return parse_manifest(raw, where, Path(path).resolve().parent)
+
+
+def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
+                   base_dir: Path | None = None) -> Manifest:
+    base_dir = base_dir or Path.cwd()
+    problems: list[str] = []
+    raw = _expand_paths(raw, base_dir, problems)
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as error:
+        raise ManifestError(where, problems + _describe(error)) from None
+    problems += _check_stages(manifest) + _check_references(manifest)
+    if problems:
+        raise ManifestError(where, problems)
+    return manifest
+
+
+def _describe(error: ValidationError, prefix: str = "") -> list[str]:
+    """Pydantic errors as `key.path: message` lines."""
+    lines = []
+    for item in error.errors():
+        path = prefix + _key_path(item["loc"])
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        elif item["type"] == "union_tag_invalid":
+            message = f"unknown reader type; expected one of {item['ctx']['expected_tags']}"
+        elif item["type"] == "union_tag_not_found":
+            message = "reader needs a `type` key (parquet, jsonl, hf_dataset, tree, files, ...)"
+        given = item.get("input")
+        if item["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
+            message += f" (got {given!r})"
+        lines.append(f"{path}: {message}")
+    return lines
+
+
+_READER_TAGS = {"parquet", "jsonl", "hf_dataset", "tree", "files", "python_object"}
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif i > 0 and loc[i - 1] == "reader" and part in _READER_TAGS:
+            continue  # pydantic's discriminator tag is not a key the user wrote
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _check_stages(manifest: Manifest) -> list[str]:
+    problems = []
+    for i, entry in enumerate(manifest.stages):
+        if len(entry) != 1:
+            problems.append(f"stages[{i}]: each stage is a mapping of one name to its "
+                            f"parameters (got keys {sorted(entry)})")
+            continue
+        (name, params), = entry.items()
+        if name not in STAGES:
+            problems.append(f"stages[{i}]: unknown stage {name!r}; known: {sorted(STAGES)}")
+            continue
+        try:
+            STAGES[name].Params.model_validate(params or {})
+        except ValidationError as error:
+            problems += _describe(error, prefix=f"stages[{i}].{name}.")
+    return problems
+
+
+def _check_references(manifest: Manifest) -> list[str]:
+    problems = []
+    names = [s.name for s in manifest.sources]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"sources: name {name!r} is used more than once")
+    for i, entry in enumerate(manifest.stages):
+        for stage_name, params in entry.items():
+            for source in (params or {}).get("sources") or []:
+                if source not in names:
+                    problems.append(f"stages[{i}].{stage_name}.sources: no source named "
+                                    f"{source!r} (sources are {names})")
+    if manifest.mixture:
+        for key in manifest.mixture.weights:
+            base = key.split(":", 1)[0]
+            if base not in ("code", "text") and base not in names:
+                problems.append(f"mixture.weights.{key}: not a kind (code, text) or a source "
+                                f"name ({names})")
+    return problems
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
+_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files"}
+
+
+def placeholders(base_dir: Path) -> dict[str, str]:
+    paths = sysconfig.get_paths()
+    return {"stdlib": paths["stdlib"], "purelib": paths["purelib"],
+            "platlib": paths["platlib"], "include": paths["include"],
+            "manifest_dir": str(base_dir)}
+
+
+def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> dict[str, Any]:
+    """Expand placeholders and make relative local paths absolute, in path-like keys."""
+    known = placeholders(base_dir)
+
+    def expand(value: str, where: str) -> str:
+        def sub(match: re.Match[str]) -> str:
+            name, env = match.group(1), match.group(2)
+            if env is not None:
+                if env not in os.environ:
+                    problems.append(f"{where}: environment variable ${{{env}}} is not set")
+                return os.environ.get(env, "")
+            if name not in known:
+                problems.append(f"{where}: unknown placeholder {{{name}}}; "
+                                f"known: {sorted(known)}")
+                return match.group(0)
+            return known[name]
+
+        value = _PLACEHOLDER.sub(sub, value)
+        if "://" not in value and not os.path.isabs(value):
+            value = str(base_dir / value)
+        return value
+
+    def walk(node: Any, where: str, key: str | None) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v, f"{where}.{k}" if where else str(k), str(k))
+                    for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(node)]
+        if isinstance(node, str) and key in _PATH_KEYS:
+            return expand(node, where)
+        return node
+
+    return walk(raw, "", None)
+

@@ -1,0 +1,67 @@
+"""Driver-side progress per phase: a rich bar on a terminal, log lines for cluster jobs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+Mode = Literal["bar", "log", "none", "auto"]
+
+
+class PhaseProgress:
+    """Callback target for finished tasks: counts tasks and documents."""
+
+    def __init__(self, name: str, total: int, mode: Mode, console: Console,
+                 log_every: float = 10.0) -> None:
+        self.name, self.total, self.mode, self.console = name, total, mode, console
+        self.done = 0
+        self.docs = 0
+        self.start = time.perf_counter()
+        self.last_log = 0.0
+        self.log_every = log_every
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def __call__(self, summary: dict[str, Any]) -> None:
+        self.done += 1
+        self.docs += int(summary.get("docs", 0))
+        rate = self.docs / max(time.perf_counter() - self.start, 1e-9)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, rate=f"{rate:,.0f} docs/s")
+        elif self.mode == "log":
+            now = time.perf_counter()
+            if now - self.last_log >= self.log_every or self.done == self.total:
+                self.last_log = now
+                self.console.print(f"[{self.name}] {self.done}/{self.total} tasks, "
+                                   f"{self.docs:,} docs, {rate:,.0f} docs/s", highlight=False)
+
+
+@contextmanager
+def phase_progress(name: str, total: int, mode: Mode,
+                   console: Console) -> Iterator[PhaseProgress]:
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "log"
+    tracker = PhaseProgress(name, total, mode, console)
+    if mode != "bar":
+        yield tracker
+        return
+    columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        tracker._bar = bar
+        tracker._task = bar.add_task(name, total=total, rate="")
+        yield tracker

@@ -1,0 +1,79 @@
+"""stats.json: what every stage saw, kept and removed, and the checks that they add up.
+
+Built only from the task summaries stored in the completion markers, so a
+resumed run writes the same file as an uninterrupted one. Timings live in
+timings.json because they differ from run to run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import polars as pl
+
+Counts = dict[str, int]
+
+
+class AccountingError(Exception):
+    """Documents went missing or appeared between stages."""
+
+
+def _zero() -> Counts:
+    return {"docs": 0, "bytes": 0}
+
+
+def _add(into: Counts, docs: int, size: int) -> None:
+    into["docs"] += docs
+    into["bytes"] += size
+
+
+def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
+    """Per stage: in, kept, removed, removed by reason, by source and by language."""
+    if not rows:
+        return []
+    frame = pl.DataFrame(rows, schema={"stage": pl.String, "source": pl.String,
+                                       "kind": pl.String, "lang": pl.String,
+                                       "reason": pl.String, "docs": pl.Int64, "bytes": pl.Int64})
+    stages = []
+    for name in order:
+        part = frame.filter(pl.col("stage") == name)
+        entry: dict[str, Any] = {"name": name, "in": _zero(), "kept": _zero(),
+                                 "removed": _zero(), "removed_by_reason": {},
+                                 "by_source": {}, "by_lang": {}}
+        by_reason: dict[str, Counts] = defaultdict(_zero)
+        by_source: dict[str, dict[str, Counts]] = defaultdict(
+            lambda: {"in": _zero(), "kept": _zero(), "removed": _zero()})
+        by_lang: dict[str, dict[str, Counts]] = defaultdict(
+            lambda: {"kept": _zero(), "removed": _zero()})
+        for row in part.iter_rows(named=True):
+            outcome = "kept" if row["reason"] is None else "removed"
+            docs, size = row["docs"], row["bytes"]
+            _add(entry["in"], docs, size)
+            _add(entry[outcome], docs, size)
+            _add(by_source[row["source"]]["in"], docs, size)
+            _add(by_source[row["source"]][outcome], docs, size)
+            _add(by_lang[row["lang"] or "unknown"][outcome], docs, size)
+            if row["reason"] is not None:
+                _add(by_reason[row["reason"]], docs, size)
+        entry["removed_by_reason"] = dict(sorted(by_reason.items()))
+        entry["by_source"] = dict(sorted(by_source.items()))
+        entry["by_lang"] = dict(sorted(by_lang.items()))
+        stages.append(entry)
+    return stages
+
+
+def check_accounting(stages: list[dict[str, Any]]) -> None:
+    """in = kept + removed at every stage, and each stage's in is the previous kept."""
+    previous: dict[str, Any] | None = None
+    for stage in stages:
+        for key in ("docs", "bytes"):
+            total = stage["kept"][key] + stage["removed"][key]
+            if stage["in"][key] != total:
+                raise AccountingError(f"stage {stage['name']}: in {stage['in'][key]} {key} != "
+                                      f"kept + removed {total}")
+        if previous is not None and previous["kept"]["docs"] != stage["in"]["docs"]:
+            raise AccountingError(
+                f"stage {stage['name']} saw {stage['in']['docs']} documents but "
+                f"{previous['name']} kept {previous['kept']['docs']}")
+        previous = stage

@@ -1,0 +1,140 @@
+"""What a stage is: the contract between the runner (pipeline/) and the stages.
+
+Two kinds of stage exist:
+
+- `DocumentStage`: decides per document. The runner fuses consecutive
+  document stages into one Ray task per shard (read once, apply all, write once).
+  A stage only scores and decides; the runner does the accounting, so every
+  stage keeps `in = kept + removed` by construction.
+- `GlobalStage`: needs to see the whole corpus first (dedup, mixing). It
+  declares explicit phases of independent tasks, and then a `DocumentStage`
+  that applies the decisions per shard.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+
+class StageParams(BaseModel):
+    """Parameters every stage accepts in the manifest, besides its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sources: list[str] | None = None
+    """Apply only to documents of these sources (default: all)."""
+    kinds: list[Literal["code", "text"]] | None = None
+    """Apply only to documents of these kinds (default: all)."""
+
+
+@dataclass(frozen=True)
+class ShardContext:
+    """Where a shard sits in a run; lets a stage find its global decisions."""
+
+    shard_id: str
+    run_dir: str
+    seed: int
+    work_dir: str = ""
+
+
+@dataclass
+class StageResult:
+    """A stage's verdict on a table of documents.
+
+    `table` holds the same rows in the same order, possibly with columns added
+    (scores, metrics). `reasons` holds one rule name per row, or null to keep.
+    `details` optionally explains a removal (the matched benchmark item, an error).
+    """
+
+    table: pa.Table
+    reasons: pa.Array
+    details: pa.Array | None = None
+
+    @classmethod
+    def keep_all(cls, table: pa.Table) -> StageResult:
+        return cls(table, pa.nulls(table.num_rows, pa.string()))
+
+
+class DocumentStage(ABC):
+    """A per-document stage. Instances are built once per worker and reused."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StageParams]] = StageParams
+
+    def __init__(self, params: StageParams) -> None:
+        self.params = params
+
+    def setup(self) -> None:  # noqa: B027 - optional hook
+        """Load models or parsers. Called once per worker before the first shard."""
+
+    @abstractmethod
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        """Score `docs` and say which to remove and why."""
+
+    def cache_key(self) -> str:
+        """Workers reuse one built instance per distinct key (models load once)."""
+        return f"{type(self).__qualname__}:{self.params.model_dump_json()}"
+
+    def added_columns(self) -> list[pa.Field]:
+        """Columns this stage adds, so documents it does not see get nulls."""
+        return []
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work in a phase: picklable, deterministic, writes its own outputs.
+
+    `run()` returns a small JSON-able summary; the runner stores it beside the
+    task's completion marker so that a resumed run reads it back unchanged.
+    """
+
+    key: str
+    run: Callable[[], dict[str, Any]]
+    docs_hint: int = 0
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Tasks that may run in any order and in parallel; phases run in sequence."""
+
+    name: str
+    tasks: list[Task] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GlobalContext:
+    """What a global stage needs to plan its phases."""
+
+    run_dir: str
+    work_dir: str
+    input_shards: dict[str, str]  # shard id -> parquet path of the documents it reads
+    seed: int
+    partitions: int
+
+
+class GlobalStage(ABC):
+    """A stage that must see every shard before deciding (dedup, mixing)."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StageParams]] = StageParams
+
+    def __init__(self, params: StageParams) -> None:
+        self.params = params
+
+    @abstractmethod
+    def phases(self, ctx: GlobalContext) -> list[Phase]:
+        """The phases that compute the decisions, in order."""
+
+    @abstractmethod
+    def applier(self, ctx: GlobalContext) -> DocumentStage:
+        """The per-document stage that applies the decisions to each shard."""
+
+    def summary(self, ctx: GlobalContext) -> dict[str, Any]:
+        """Figures for stats.json (parameters, cluster sizes, ...)."""
+        return {}

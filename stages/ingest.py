@@ -1,0 +1,65 @@
+"""Ingest: turn one input unit into documents, quarantining what cannot be used.
+
+Readers (stages/readers/) know their formats; this stage adds the checks every
+document gets whatever its format: empty text, NUL bytes, oversize.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from lemur_data.stages.readers.common import InputUnit, SourceInfo
+from lemur_data.stages.readers.files import FilesParams, FilesReader, TreeParams, TreeReader
+from lemur_data.stages.readers.hf_dataset import HFDatasetParams, HFDatasetReader
+from lemur_data.stages.readers.jsonl import JsonlParams, JsonlReader
+from lemur_data.stages.readers.parquet import ParquetParams, ParquetReader
+from lemur_data.stages.readers.python_object import PythonObjectParams, PythonObjectReader
+from pydantic import Field
+
+READERS: dict[str, Any] = {
+    "parquet": ParquetReader,
+    "jsonl": JsonlReader,
+    "hf_dataset": HFDatasetReader,
+    "tree": TreeReader,
+    "files": FilesReader,
+    "python_object": PythonObjectReader,
+}
+
+ReaderConfig = Annotated[
+    ParquetParams | JsonlParams | HFDatasetParams | TreeParams | FilesParams | PythonObjectParams,
+    Field(discriminator="type"),
+]
+
+
+def make_reader(params: Any, source: SourceInfo) -> Any:
+    return READERS[params.type](params, source)
+
+
+def plan_units(params: Any, source: SourceInfo, max_docs: int, max_bytes: int) -> list[InputUnit]:
+    """Deterministic input units of one source (listing and footers only)."""
+    return make_reader(params, source).plan(max_docs, max_bytes)
+
+
+def read_unit(params: Any, source: SourceInfo, unit: InputUnit) -> pa.Table:
+    """Documents of one unit, with `reason` set on those to quarantine."""
+    table = make_reader(params, source).read(unit)
+    return with_document_checks(table, source.max_doc_bytes)
+
+
+def with_document_checks(table: pa.Table, max_doc_bytes: int) -> pa.Table:
+    """Set `reason` for empty, binary and oversize documents the reader accepted."""
+    if table.num_rows == 0:
+        return table
+    text = table.column("text")
+    size = pc.binary_length(text)
+    empty = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0)
+    binary = pc.match_substring(text, "\x00")
+    too_large = pc.greater(size, max_doc_bytes)
+    found = pc.case_when(
+        pc.make_struct(too_large, binary, empty),
+        pa.scalar("too_large"), pa.scalar("binary"), pa.scalar("empty"),
+    )
+    reason = pc.coalesce(table.column("reason"), found)
+    return table.set_column(table.schema.get_field_index("reason"), "reason", reason)

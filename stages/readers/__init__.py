@@ -1,0 +1,1 @@
+"""Input readers: each turns one kind of input into document tables."""

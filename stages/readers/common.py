@@ -1,0 +1,151 @@
+"""What every reader shares: the source it reads for, input units, row collection."""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pyarrow as pa
+from lemur_data.stages.documents import DOCUMENT_COLUMNS, DOCUMENT_SCHEMA, document_id
+from pydantic import BaseModel, ConfigDict
+
+# Reader output: the document schema plus why a record was quarantined (null = fine).
+READ_SCHEMA = DOCUMENT_SCHEMA.append(pa.field("reason", pa.string())).append(
+    pa.field("detail", pa.string())
+)
+
+
+class ReaderError(Exception):
+    """Input that cannot be read as configured; the message names the file and key."""
+
+
+class ReaderParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """The parts of a manifest source a reader needs."""
+
+    name: str
+    kind: Literal["code", "text"]
+    columns: Mapping[str, str] = field(default_factory=dict)
+    lang: str | None = None
+    max_doc_bytes: int = 16 * 2**20
+    on_bad_file: Literal["fail", "quarantine"] = "quarantine"
+
+    def column(self, target: str, default: str | None = None) -> str | None:
+        """Input column that feeds document column `target`."""
+        return self.columns.get(target, default)
+
+
+@dataclass(frozen=True)
+class InputUnit:
+    """A deterministic slice of a source's input: one shard's worth of ingest work."""
+
+    source: str
+    index: int
+    payload: Mapping[str, Any]
+    docs_hint: int = 0
+    bytes_hint: int = 0
+
+    @property
+    def shard_id(self) -> str:
+        return f"{self.source}-{self.index:05d}"
+
+
+class RowCollector:
+    """Accumulates document rows (with quarantine reasons) into a READ_SCHEMA table."""
+
+    def __init__(self, source: SourceInfo) -> None:
+        self.source = source
+        self.columns: dict[str, list[Any]] = {name: [] for name in READ_SCHEMA.names}
+
+    def add(self, locator: str, text: str, reason: str | None = None,
+            detail: str | None = None, **fields: Any) -> None:
+        row = {"id": document_id(self.source.name, locator), "text": text,
+               "source": self.source.name, "kind": self.source.kind,
+               "lang": self.source.lang, "reason": reason, "detail": detail}
+        row.update({k: v for k, v in fields.items() if v is not None})
+        for name in READ_SCHEMA.names:
+            self.columns[name].append(row.get(name))
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pydict(self.columns, schema=READ_SCHEMA)
+
+
+def bad_file_table(source: SourceInfo, rel: str, error: str) -> pa.Table:
+    """One quarantine record standing for a file that could not be read at all."""
+    row: dict[str, Any] = {name: None for name in READ_SCHEMA.names}
+    row.update(id=document_id(source.name, f"{rel}#file"), text="", source=source.name,
+               kind=source.kind, path=rel, reason="unreadable_file", detail=error[:2000])
+    return pa.Table.from_pylist([row], schema=READ_SCHEMA)
+
+
+def decode_text(raw: bytes) -> tuple[str, str | None]:
+    """UTF-8 text and a quarantine reason (None when the bytes are clean)."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        return raw.decode("utf-8", "replace"), f"invalid_utf8 at byte {error.start}"
+
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def static_prefix(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard (ids are relative to it)."""
+    match = _GLOB_CHARS.search(pattern)
+    head = pattern if match is None else pattern[: match.start()]
+    return head.rsplit("/", 1)[0] + "/" if "/" in head else ""
+
+
+def expand_paths(patterns: list[str], what: str) -> list[tuple[str, str]]:
+    """(full path, id path) for every file the glob patterns match, sorted and unique.
+
+    Local paths use the standard glob; URLs (s3://, hf://, ...) use fsspec.
+    """
+    from fsspec.core import url_to_fs
+
+    found: dict[str, str] = {}
+    for pattern in patterns:
+        prefix = static_prefix(pattern)
+        if "://" in pattern:
+            fs, _ = url_to_fs(pattern)
+            protocol = pattern.split("://", 1)[0]
+            bare_prefix = prefix.split("://", 1)[1] if "://" in prefix else prefix
+            matches = [f"{protocol}://{p}" for p in fs.glob(pattern.split("://", 1)[1])]
+            pairs = [(m, m.split("://", 1)[1][len(bare_prefix):]) for m in matches]
+        else:
+            matches = globlib.glob(pattern, recursive=True)
+            pairs = [(m, m[len(prefix):]) for m in matches if os.path.isfile(m)]
+        if not pairs:
+            raise ReaderError(f"{what}: pattern {pattern!r} matches no files")
+        for full, rel in pairs:
+            found.setdefault(full, rel)
+    return sorted(found.items())
+
+
+def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int) -> list[list[Any]]:
+    """Split items, in order, into runs of at most max_items and about max_bytes."""
+    chunks: list[list[Any]] = []
+    current: list[Any] = []
+    current_bytes = 0
+    for item, size in zip(items, sizes, strict=True):
+        if current and (len(current) >= max_items or current_bytes + size > max_bytes):
+            chunks.append(current)
+            current, current_bytes = [], 0
+        current.append(item)
+        current_bytes += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+__all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "ReaderError", "ReaderParams",
+           "RowCollector", "SourceInfo", "bad_file_table", "chunk_by", "decode_text",
+           "document_id", "expand_paths"]

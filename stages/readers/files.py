@@ -1,0 +1,186 @@
+"""Whole files as documents: a local source tree (code) or matched files (text).
+
+`tree` walks a folder of repositories: the language comes from the file name,
+extension and shebang, the repo from the first path components, and the license
+from a LICENSE/COPYING file at the repo's top. `files` takes glob patterns
+(local or fsspec URLs), one document per file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from fnmatch import fnmatchcase
+from typing import Literal
+
+import fsspec
+import pyarrow as pa
+from lemur_data.filters.code_language import detect_code_language
+from lemur_data.stages.readers.common import (
+    InputUnit,
+    ReaderError,
+    ReaderParams,
+    RowCollector,
+    SourceInfo,
+    chunk_by,
+    decode_text,
+    expand_paths,
+)
+
+DEFAULT_EXCLUDE = ["*/.git/*", ".git/*", "*/__pycache__/*", "__pycache__/*", "*.pyc", "*.pyo",
+                   "*/node_modules/*", "*.so", "*.o", "*.a", "*.dylib", "*.dll", "*.exe",
+                   "*.whl", "*.egg", "*.zip", "*.gz", "*.png", "*.jpg", "*.gif", "*.ico"]
+SNIFF_BYTES = 8192
+
+
+class TreeParams(ReaderParams):
+    type: Literal["tree"]
+    root: str
+    """Folder to walk (local). Placeholders such as {stdlib} and {purelib} work."""
+    include: list[str] = ["*"]
+    """fnmatch patterns on the path below root (`*` also crosses folders)."""
+    exclude: list[str] = DEFAULT_EXCLUDE
+    repo_depth: int = 0
+    """Path components below root that name a repo (0: the root itself is the repo)."""
+    license: str | None = None
+    """Fixed license for every file; otherwise read from each repo's LICENSE file."""
+
+
+class FilesParams(ReaderParams):
+    type: Literal["files"]
+    paths: list[str]
+    """Files or glob patterns (local or fsspec URLs), one document per file."""
+
+
+class TreeReader:
+    Params = TreeParams
+
+    def __init__(self, params: TreeParams, source: SourceInfo) -> None:
+        self.params = params
+        self.source = source
+
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        root = self.params.root
+        if not os.path.isdir(root):
+            raise ReaderError(f"source {self.source.name!r}: reader.root {root!r} is not a folder")
+        files = list(self._walk(root))
+        licenses = {repo: _license_of(os.path.join(root, repo)) for repo in
+                    sorted({self._repo(rel) for rel, _ in files})}
+        chunks = chunk_by(files, [size for _, size in files], max_docs, max_bytes)
+        return [InputUnit(self.source.name, i,
+                          {"root": root, "files": chunk,
+                           "licenses": {r: licenses[r] for r in {self._repo(f) for f, _ in chunk}}},
+                          len(chunk), sum(s for _, s in chunk))
+                for i, chunk in enumerate(chunks)]
+
+    def _walk(self, root: str):
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            for name in sorted(names):
+                full = os.path.join(folder, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                if os.path.islink(full) or not self._selected(rel):
+                    continue
+                yield rel, os.path.getsize(full)
+
+    def _selected(self, rel: str) -> bool:
+        return (any(fnmatchcase(rel, p) for p in self.params.include)
+                and not any(fnmatchcase(rel, p) for p in self.params.exclude))
+
+    def _repo(self, rel: str) -> str:
+        depth = self.params.repo_depth
+        if depth == 0:
+            return ""
+        parts = rel.split("/")[:-1]
+        return "/".join(parts[:depth])
+
+    def read(self, unit: InputUnit) -> pa.Table:
+        rows = RowCollector(self.source)
+        root = unit.payload["root"]
+        base = os.path.basename(os.path.normpath(root))
+        for rel, size in unit.payload["files"]:
+            repo = self._repo(rel)
+            license_ = self.params.license or unit.payload["licenses"].get(repo)
+            read_file_document(rows, os.path.join(root, rel), rel, size, self.source,
+                               repo=repo or base, license=license_)
+        return rows.table()
+
+
+class FilesReader:
+    Params = FilesParams
+
+    def __init__(self, params: FilesParams, source: SourceInfo) -> None:
+        self.params = params
+        self.source = source
+
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        files = expand_paths(self.params.paths, f"source {self.source.name!r}")
+        sizes = [_size(path) for path, _ in files]
+        chunks = chunk_by(list(zip(files, sizes, strict=True)), sizes, max_docs, max_bytes)
+        return [InputUnit(self.source.name, i, {"files": chunk}, len(chunk),
+                          sum(s for _, s in chunk)) for i, chunk in enumerate(chunks)]
+
+    def read(self, unit: InputUnit) -> pa.Table:
+        rows = RowCollector(self.source)
+        for (path, rel), size in unit.payload["files"]:
+            read_file_document(rows, path, rel, size, self.source)
+        return rows.table()
+
+
+def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
+                       source: SourceInfo, **fields: str | None) -> None:
+    """Add one file as a document, or as a quarantine record with its reason."""
+    if size > source.max_doc_bytes:
+        rows.add(rel, "", "too_large", f"{size} bytes > max_doc_bytes {source.max_doc_bytes}",
+                 path=rel, **fields)
+        return
+    try:
+        with fsspec.open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        rows.add(rel, "", "unreadable_file", f"{path}: {error}", path=rel, **fields)
+        return
+    head = raw[:SNIFF_BYTES]
+    if b"\x00" in head:
+        rows.add(rel, "", "binary", "NUL byte in the first 8 KiB", path=rel, **fields)
+        return
+    text, bad_utf8 = decode_text(raw)
+    lang = source.lang
+    if lang is None and source.kind == "code":
+        lang = detect_code_language(rel, head)
+    rows.add(rel, text, "invalid_utf8" if bad_utf8 else None, bad_utf8, path=rel, lang=lang,
+             **fields)
+
+
+def _size(path: str) -> int:
+    fs, bare = fsspec.core.url_to_fs(path)
+    return int(fs.size(bare) or 0)
+
+
+_LICENSE_FILE = re.compile(r"^(LICEN[CS]E|COPYING)(\.(txt|md|rst))?$", re.IGNORECASE)
+_LICENSE_MARKERS = [
+    ("Apache-2.0", "Apache License"), ("MIT", "Permission is hereby granted, free of charge"),
+    ("GPL-3.0", r"GNU GENERAL PUBLIC LICENSE\n\s*Version 3"),
+    ("GPL-2.0", r"GNU GENERAL PUBLIC LICENSE\n\s*Version 2"),
+    ("LGPL", "GNU LESSER GENERAL PUBLIC LICENSE"), ("MPL-2.0", "Mozilla Public License"),
+    ("BSD-3-Clause", "Neither the name"), ("BSD-2-Clause", "Redistributions in binary form"),
+    ("PSF-2.0", "PYTHON SOFTWARE FOUNDATION LICENSE"), ("ISC", "ISC License"),
+    ("Unlicense", "This is free and unencumbered software"),
+]
+
+
+def _license_of(folder: str) -> str | None:
+    """SPDX-like id of the license file at the top of a repo folder, if recognizable."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        if _LICENSE_FILE.match(name):
+            with open(os.path.join(folder, name), "rb") as handle:
+                text = handle.read(20000).decode("utf-8", "replace")
+            for spdx, marker in _LICENSE_MARKERS:
+                if re.search(marker, text, re.IGNORECASE):
+                    return spdx
+            return "unknown"
+    return None

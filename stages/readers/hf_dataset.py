@@ -1,0 +1,83 @@
+"""Any dataset `datasets.load_dataset` can open: Hub datasets (streaming), local
+json/parquet/csv files through its builders, or a dataset saved with
+`save_to_disk`. Units are the dataset's own shards, so planning reads no rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pyarrow as pa
+from lemur_data.stages.readers.common import (
+    InputUnit,
+    ReaderError,
+    ReaderParams,
+    RowCollector,
+    SourceInfo,
+)
+
+
+class HFDatasetParams(ReaderParams):
+    type: Literal["hf_dataset"]
+    path: str
+    """Hub id (`bigcode/the-stack-smol`), a builder (`json`, `parquet`) or a saved folder."""
+    name: str | None = None
+    split: str = "train"
+    data_files: list[str] | str | None = None
+    data_dir: str | None = None
+    revision: str | None = None
+    streaming: bool = True
+    from_disk: bool = False
+    """Open `path` with `datasets.load_from_disk` (a dataset saved by save_to_disk)."""
+
+
+class HFDatasetReader:
+    Params = HFDatasetParams
+
+    def __init__(self, params: HFDatasetParams, source: SourceInfo) -> None:
+        self.params = params
+        self.source = source
+
+    def _load(self) -> Any:
+        try:
+            import datasets
+        except ImportError as error:
+            raise ReaderError("reader type hf_dataset needs the `datasets` package: "
+                              "pip install 'lemur-data[hub]'") from error
+        p = self.params
+        try:
+            if p.from_disk:
+                loaded = datasets.load_from_disk(p.path)
+                dataset = loaded[p.split] if isinstance(loaded, datasets.DatasetDict) else loaded
+                return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))
+            dataset = datasets.load_dataset(p.path, p.name, split=p.split, data_files=p.data_files,
+                                            data_dir=p.data_dir, revision=p.revision,
+                                            streaming=True)
+        except Exception as error:  # noqa: BLE001 - network, missing files, bad builder
+            raise ReaderError(f"source {self.source.name!r}: cannot open dataset "
+                              f"{p.path!r} split {p.split!r}: {error}") from error
+        return dataset
+
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        shards = self._load().num_shards
+        return [InputUnit(self.source.name, i, {"shards": shards}) for i in range(shards)]
+
+    def read(self, unit: InputUnit) -> pa.Table:
+        dataset = self._load().shard(num_shards=unit.payload["shards"], index=unit.index)
+        text_key = self.source.column("text", "text")
+        rows = RowCollector(self.source)
+        for row_no, record in enumerate(dataset):
+            locator = f"{self.params.split}/{unit.index}#{row_no}"
+            text = record.get(text_key)
+            fields = {t: record.get(self.source.column(t, "") or "")
+                      for t in ("path", "repo", "license", "lang", "url")}
+            fields = {k: (",".join(map(str, v)) if isinstance(v, list) else
+                          (None if v is None else str(v))) for k, v in fields.items()}
+            stars = record.get(self.source.column("stars", "") or "")
+            fields["stars"] = stars if isinstance(stars, int) else None
+            if not isinstance(text, str):
+                reason = "missing_text" if text is None else "invalid_text_type"
+                rows.add(locator, "", reason, f"row {row_no}: field {text_key!r}", **fields)
+            else:
+                rows.add(locator, text, **fields)
+        return rows.table()

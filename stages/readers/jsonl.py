@@ -1,0 +1,108 @@
+"""JSON Lines input, plain or compressed (.gz, .zst, .bz2, .xz), one unit per file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import fsspec
+import pyarrow as pa
+from lemur_data.stages.readers.common import (
+    InputUnit,
+    ReaderError,
+    ReaderParams,
+    RowCollector,
+    SourceInfo,
+    bad_file_table,
+    decode_text,
+    expand_paths,
+)
+
+_TARGETS = ("path", "repo", "license", "lang", "stars", "url")
+
+
+class JsonlParams(ReaderParams):
+    type: Literal["jsonl"]
+    paths: list[str]
+    """Files or glob patterns; compression is inferred from the extension."""
+
+
+class JsonlReader:
+    Params = JsonlParams
+
+    def __init__(self, params: JsonlParams, source: SourceInfo) -> None:
+        self.params = params
+        self.source = source
+
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        files = expand_paths(self.params.paths, f"source {self.source.name!r}")
+        return [InputUnit(self.source.name, i, {"path": path, "rel": rel})
+                for i, (path, rel) in enumerate(files)]
+
+    def read(self, unit: InputUnit) -> pa.Table:
+        path, rel = unit.payload["path"], unit.payload["rel"]
+        rows = RowCollector(self.source)
+        line_no = 0
+        try:
+            with fsspec.open(path, "rb", compression="infer") as handle:
+                for line_no, raw in enumerate(handle, start=1):  # noqa: B007 - used after loop
+                    if raw.strip():
+                        self._add_line(rows, rel, line_no, raw)
+        except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
+            if self.source.on_bad_file == "fail":
+                raise ReaderError(f"{path}: read failed after line {line_no} ({error})") from error
+            table = rows.table()
+            bad = bad_file_table(self.source, rel, f"read failed after line {line_no}: {error!r}")
+            return pa.concat_tables([table, bad])
+        return rows.table()
+
+    def _add_line(self, rows: RowCollector, rel: str, line_no: int, raw: bytes) -> None:
+        locator = f"{rel}#{line_no}"
+        line, bad_utf8 = decode_text(raw)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            rows.add(locator, line, "invalid_json", f"line {line_no}: {error}", path=rel)
+            return
+        if not isinstance(record, dict):
+            rows.add(locator, line, "invalid_json", f"line {line_no}: not an object", path=rel)
+            return
+        text_key = self.source.column("text", "text")
+        text = _lookup(record, text_key)
+        if not isinstance(text, str):
+            reason = "missing_text" if text is None else "invalid_text_type"
+            rows.add(locator, line, reason, f"line {line_no}: field {text_key!r}", path=rel)
+            return
+        fields = {target: _lookup(record, self.source.column(target, "")) for target in _TARGETS}
+        fields = {k: _coerce(k, v) for k, v in fields.items()}
+        fields.setdefault("path", None)
+        if fields["path"] is None:
+            fields["path"] = rel
+        reason, detail = (("invalid_utf8", f"line {line_no}: {bad_utf8}") if bad_utf8
+                          else (None, None))
+        rows.add(locator, text, reason, detail, **fields)
+
+
+def _lookup(record: dict[str, Any], key: str | None) -> Any:
+    """Value at a dotted key (`meta.url`), or None."""
+    if not key:
+        return None
+    value: Any = record
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _coerce(target: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if target == "stars":
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)

@@ -1,0 +1,157 @@
+"""Parquet input (The Stack, RefinedWeb, any local or hf:// / s3:// glob).
+
+Planning reads only the footers: files are cut into units of whole row ranges,
+so a shard never depends on how many workers read it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from fsspec.core import url_to_fs
+from lemur_data.stages.readers.common import (
+    READ_SCHEMA,
+    InputUnit,
+    ReaderError,
+    ReaderParams,
+    SourceInfo,
+    bad_file_table,
+    document_id,
+    expand_paths,
+)
+
+
+class ParquetParams(ReaderParams):
+    type: Literal["parquet"]
+    paths: list[str]
+    """Files or glob patterns, local or fsspec URLs (hf://datasets/..., s3://...)."""
+    batch_rows: int = 4096
+
+
+class ParquetReader:
+    Params = ParquetParams
+
+    def __init__(self, params: ParquetParams, source: SourceInfo) -> None:
+        self.params = params
+        self.source = source
+
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        units: list[InputUnit] = []
+        for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
+            try:
+                meta = _open(path).metadata
+            except Exception as error:  # noqa: BLE001 - any unreadable footer is a bad file
+                if self.source.on_bad_file == "fail":
+                    raise ReaderError(f"{path}: not a readable parquet file ({error})") from error
+                units.append(self._unit(len(units), path, rel, 0, 0, 0, bad=str(error)))
+                continue
+            rows = meta.num_rows
+            bytes_per_row = max(1, sum(meta.row_group(i).total_byte_size
+                                       for i in range(meta.num_row_groups)) // max(rows, 1))
+            step = max(1, min(max_docs, max_bytes // bytes_per_row))
+            for start in range(0, rows, step):
+                count = min(step, rows - start)
+                units.append(self._unit(len(units), path, rel, start, count, count * bytes_per_row))
+        return units
+
+    def _unit(self, index: int, path: str, rel: str, start: int, count: int, size: int,
+              bad: str | None = None) -> InputUnit:
+        payload = {"path": path, "rel": rel, "start": start, "count": count, "bad": bad}
+        return InputUnit(self.source.name, index, payload, count, size)
+
+    def read(self, unit: InputUnit) -> pa.Table:
+        path, rel = unit.payload["path"], unit.payload["rel"]
+        if unit.payload["bad"] is not None:
+            return bad_file_table(self.source, rel, unit.payload["bad"])
+        try:
+            table = self._read_rows(path, unit.payload["start"], unit.payload["count"])
+        except ReaderError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a corrupt page, a truncated file
+            if self.source.on_bad_file == "fail":
+                raise ReaderError(f"{path}: cannot read rows ({error})") from error
+            return bad_file_table(self.source, rel, f"rows {unit.payload['start']}+: {error}")
+        return self._to_documents(table, rel, unit.payload["start"], path)
+
+    def _read_rows(self, path: str, start: int, count: int) -> pa.Table:
+        handle = _open(path)
+        wanted = self._input_columns(handle.schema_arrow, path)
+        meta = handle.metadata
+        groups, first_row, offset = [], None, 0
+        for i in range(meta.num_row_groups):
+            n = meta.row_group(i).num_rows
+            if offset + n > start and offset < start + count:
+                groups.append(i)
+                first_row = offset if first_row is None else first_row
+            offset += n
+        table = handle.read_row_groups(groups, columns=wanted)
+        return table.slice(start - (first_row or 0), count)
+
+    def _input_columns(self, schema: pa.Schema, path: str) -> list[str]:
+        mapping = {"text": "text", **self.source.columns}
+        missing = [f"{source_col!r} (for {target})" for target, source_col in mapping.items()
+                   if source_col not in schema.names]
+        if missing:
+            raise ReaderError(
+                f"{path}: column {', '.join(missing)} not found in source "
+                f"{self.source.name!r}; the file has columns {schema.names}. "
+                f"Set sources[].columns to map them."
+            )
+        return sorted(set(mapping.values()))
+
+    def _to_documents(self, table: pa.Table, rel: str, start: int, path: str) -> pa.Table:
+        n = table.num_rows
+        mapping = {"text": "text", **self.source.columns}
+        columns: dict[str, pa.Array] = {}
+        reasons: list[str | None] = [None] * n
+        text = table.column(mapping["text"]).combine_chunks()
+        if pa.types.is_binary(text.type) or pa.types.is_large_binary(text.type):
+            text, reasons = _decode_binary(text)
+        elif not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+            raise ReaderError(f"{path}: text column {mapping['text']!r} has type {text.type}, "
+                              "expected string")
+        columns["text"] = pc.fill_null(text.cast(pa.large_string()), "")
+        ids = [document_id(self.source.name, f"{rel}#{start + i}") for i in range(n)]
+        columns["id"] = pa.array(ids, pa.string())
+        columns["source"] = pa.array([self.source.name] * n, pa.string())
+        columns["kind"] = pa.array([self.source.kind] * n, pa.string())
+        for target in ("lang", "path", "repo", "license", "url", "stars"):
+            columns[target] = _mapped(table, mapping.get(target), READ_SCHEMA.field(target).type, n)
+        if self.source.lang and "lang" not in mapping:
+            columns["lang"] = pa.array([self.source.lang] * n, pa.string())
+        columns["reason"] = pa.array(reasons, pa.string())
+        columns["detail"] = pa.nulls(n, pa.string())
+        return pa.Table.from_pydict({name: columns[name] for name in READ_SCHEMA.names},
+                                    schema=READ_SCHEMA)
+
+
+def _open(path: str) -> pq.ParquetFile:
+    fs, bare = url_to_fs(path)
+    return pq.ParquetFile(fs.open(bare, "rb"))
+
+
+def _mapped(table: pa.Table, column: str | None, target_type: pa.DataType, n: int) -> pa.Array:
+    if column is None:
+        return pa.nulls(n, target_type)
+    values = table.column(column).combine_chunks()
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        # The Stack keeps licenses as a list: store them comma-joined.
+        values = pa.array([",".join(map(str, v)) if v is not None else None
+                           for v in values.to_pylist()], pa.string())
+    return values.cast(target_type, safe=False)
+
+
+def _decode_binary(values: pa.Array) -> tuple[pa.Array, list[str | None]]:
+    texts, reasons = [], []
+    for raw in values.to_pylist():
+        raw = raw or b""
+        try:
+            texts.append(raw.decode("utf-8"))
+            reasons.append(None)
+        except UnicodeDecodeError:
+            texts.append(raw.decode("utf-8", "replace"))
+            reasons.append("invalid_utf8")
+    return pa.array(texts, pa.large_string()), reasons

@@ -1,0 +1,21 @@
+"""Every stage a manifest may name, by the name it is written with."""
+
+from __future__ import annotations
+
+from lemur_data.stages.base import DocumentStage, GlobalStage
+from lemur_data.stages.exact_dedup import ExactDedup
+
+STAGES: dict[str, type[DocumentStage] | type[GlobalStage]] = {
+    stage.name: stage
+    for stage in [
+        ExactDedup,
+    ]
+}
+
+
+def stage_class(name: str) -> type[DocumentStage] | type[GlobalStage]:
+    try:
+        return STAGES[name]
+    except KeyError:
+        known = ", ".join(sorted(STAGES))
+        raise KeyError(f"unknown stage {name!r}; known stages: {known}") from None
