@@ -7,13 +7,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
+
 from lemur_data.pipeline.executor import connect, run_phase
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.pipeline.planner import RunPlan, plan_run
 from lemur_data.pipeline.progress import Mode, phase_progress
 from lemur_data.pipeline.stats import check_accounting, stage_stats
 from lemur_data.stages import storage
-from rich.console import Console
 
 
 class RunDirError(Exception):

@@ -10,8 +10,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lemur_data.pipeline.manifest import Manifest, ManifestError, load_manifest
 from rich.console import Console
+
+from lemur_data.pipeline.manifest import Manifest, ManifestError, load_manifest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

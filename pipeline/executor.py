@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Task
 
@@ -37,9 +38,13 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, **options)
 
 
+def is_done(task: Task, marker: str) -> bool:
+    return storage.exists(marker) and all(storage.exists(path) for path in task.outputs)
+
+
 @ray.remote(max_retries=3)
 def _run_task(task: Task, marker: str) -> dict[str, Any]:
-    if storage.exists(marker):
+    if is_done(task, marker):
         return storage.read_json(marker)
     summary = task.run()
     storage.write_json_atomic(marker, summary)
@@ -53,7 +58,7 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
     pending: list[Task] = []
     for task in phase.tasks:
         marker = storage.join(markers_dir, f"{task.key}.json")
-        if storage.exists(marker):
+        if is_done(task, marker):
             summaries[task.key] = storage.read_json(marker)
             if on_done:
                 on_done(summaries[task.key])

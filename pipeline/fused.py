@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from lemur_data.stages import storage
 from lemur_data.stages.base import DocumentStage, ShardContext, StageResult
 from lemur_data.stages.ingest import read_unit

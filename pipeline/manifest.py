@@ -19,11 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from lemur_data.stages.base import StageParams
-from lemur_data.stages.documents import MAPPABLE_COLUMNS
-from lemur_data.stages.ingest import ReaderConfig
-from lemur_data.stages.readers.common import SourceInfo
-from lemur_data.stages.registry import STAGES
 from pydantic import (
     BaseModel,
     ByteSize,
@@ -35,6 +30,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from lemur_data.stages.base import StageParams
+from lemur_data.stages.documents import MAPPABLE_COLUMNS
+from lemur_data.stages.ingest import ReaderConfig
+from lemur_data.stages.readers.common import SourceInfo
+from lemur_data.stages.registry import STAGES
 
 
 class ManifestError(Exception):

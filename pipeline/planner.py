@@ -85,7 +85,7 @@ def plan_run(manifest: Manifest, run_dir: str) -> RunPlan:
             ctx = ShardContext(shard_id, run_dir, manifest.seed)
             task = FusedShardTask(shard_id, source, list(pending), out,
                                   storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx)
-            tasks.append(Task(shard_id, task))
+            tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
         plan.steps.append(Step(label, "documents", names, [Phase(label, tasks)], out_dir,
                                removed_dir))

@@ -96,6 +96,8 @@ class Task:
 
     key: str
     run: Callable[[], dict[str, Any]]
+    outputs: tuple[str, ...] = ()
+    """Files the task writes; a task counts as done only if its marker and these exist."""
     docs_hint: int = 0
 
 

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import xxhash
+from pydantic import PositiveInt
+
 from lemur_data.stages import storage
 from lemur_data.stages.base import (
     DocumentStage,
@@ -27,7 +29,6 @@ from lemur_data.stages.base import (
     StageResult,
     Task,
 )
-from pydantic import PositiveInt
 
 
 class ExactDedupParams(StageParams):
@@ -130,15 +131,18 @@ class ExactDedup(GlobalStage):
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p: ExactDedupParams = self.params  # type: ignore[assignment]
         hash_dir = storage.join(ctx.work_dir, "hashes")
+        parts = [f"part-{part:04d}.parquet" for part in range(p.partitions)]
         hashing = Phase("hash", [
-            Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions))
+            Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions),
+                 tuple(storage.join(hash_dir, shard, name) for name in parts))
             for shard, path in ctx.input_shards.items()])
         shard_of = {shard: shard for shard in ctx.input_shards}
         deciding = Phase("decide", [
             Task(f"part-{part:04d}", DecidePartition(
                 [storage.join(hash_dir, shard, f"part-{part:04d}.parquet")
                  for shard in ctx.input_shards],
-                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of))
+                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of),
+                 (storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"),))
             for part in range(p.partitions)])
         return [hashing, deciding]
 

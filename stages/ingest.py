@@ -10,13 +10,14 @@ from typing import Annotated, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field
+
 from lemur_data.stages.readers.common import InputUnit, SourceInfo
 from lemur_data.stages.readers.files import FilesParams, FilesReader, TreeParams, TreeReader
 from lemur_data.stages.readers.hf_dataset import HFDatasetParams, HFDatasetReader
 from lemur_data.stages.readers.jsonl import JsonlParams, JsonlReader
 from lemur_data.stages.readers.parquet import ParquetParams, ParquetReader
 from lemur_data.stages.readers.python_object import PythonObjectParams, PythonObjectReader
-from pydantic import Field
 
 READERS: dict[str, Any] = {
     "parquet": ParquetReader,

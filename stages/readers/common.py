@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pyarrow as pa
-from lemur_data.stages.documents import DOCUMENT_COLUMNS, DOCUMENT_SCHEMA, document_id
 from pydantic import BaseModel, ConfigDict
+
+from lemur_data.stages.documents import DOCUMENT_COLUMNS, DOCUMENT_SCHEMA, document_id
 
 # Reader output: the document schema plus why a record was quarantined (null = fine).
 READ_SCHEMA = DOCUMENT_SCHEMA.append(pa.field("reason", pa.string())).append(

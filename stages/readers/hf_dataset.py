@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pyarrow as pa
+
 from lemur_data.stages.readers.common import (
     InputUnit,
     ReaderError,

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import json
-from typing import Any, Literal
+import lzma
+from typing import IO, Any, Literal
 
 import fsspec
 import pyarrow as pa
+
 from lemur_data.stages.readers.common import (
     InputUnit,
     ReaderError,
@@ -44,7 +49,7 @@ class JsonlReader:
         rows = RowCollector(self.source)
         line_no = 0
         try:
-            with fsspec.open(path, "rb", compression="infer") as handle:
+            with fsspec.open(path, "rb") as raw, _decompressed(raw, path) as handle:
                 for line_no, raw in enumerate(handle, start=1):  # noqa: B007 - used after loop
                     if raw.strip():
                         self._add_line(rows, rel, line_no, raw)
@@ -81,6 +86,21 @@ class JsonlReader:
         reason, detail = (("invalid_utf8", f"line {line_no}: {bad_utf8}") if bad_utf8
                           else (None, None))
         rows.add(locator, text, reason, detail, **fields)
+
+
+def _decompressed(raw: IO[bytes], path: str) -> IO[bytes]:
+    """A line-iterable stream of the decompressed bytes, by file extension."""
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw)
+    if path.endswith((".zst", ".zstd")):
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+    if path.endswith(".bz2"):
+        return bz2.BZ2File(raw)
+    if path.endswith((".xz", ".lzma")):
+        return lzma.LZMAFile(raw)
+    return raw
 
 
 def _lookup(record: dict[str, Any], key: str | None) -> Any:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
+
 from lemur_data.stages.readers.common import (
     READ_SCHEMA,
     InputUnit,

@@ -10,6 +10,7 @@ import importlib
 from typing import Literal
 
 import pyarrow as pa
+
 from lemur_data.stages.readers.common import (
     InputUnit,
     ReaderError,

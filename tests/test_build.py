@@ -1,0 +1,111 @@
+"""End-to-end builds on real files through the real Ray runner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lemur_data.pipeline.build import RunDirError
+from realdata import STDLIB, stack_parquet, stdlib_files
+from runs import count_rows, digest, removed_reasons, run_build
+
+
+def code_manifest(root: Path, max_docs: int = 25) -> dict:
+    return {"name": "t", "seed": 3, "shard": {"max_docs": max_docs},
+            "sources": [{"name": "tree", "kind": "code",
+                         "reader": {"type": "tree", "root": str(root), "repo_depth": 1}}],
+            "stages": [{"exact_dedup": {"partitions": 3}}]}
+
+
+@pytest.fixture
+def tree_with_duplicates(stdlib_tree: Path) -> Path:
+    # Real duplicates: the same package vendored twice, as real repos do.
+    shutil.copytree(stdlib_tree / "json", stdlib_tree / "vendored" / "json")
+    return stdlib_tree
+
+
+def test_build_counts_add_up_and_duplicates_go(ray_session, tree_with_duplicates: Path,
+                                               tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    result = run_build(code_manifest(tree_with_duplicates), tmp_path, run)
+    stats = json.loads((run / "stats.json").read_text())
+    files = [p for p in tree_with_duplicates.rglob("*") if p.is_file()]
+    assert stats["input"]["docs"] == len(files)
+    for stage in stats["stages"]:
+        assert stage["in"]["docs"] == stage["kept"]["docs"] + stage["removed"]["docs"]
+        assert stage["in"]["bytes"] == stage["kept"]["bytes"] + stage["removed"]["bytes"]
+    ingest, dedup = stats["stages"]
+    assert dedup["in"]["docs"] == ingest["kept"]["docs"]
+    vendored = len(list((tree_with_duplicates / "vendored").rglob("*.py")))
+    # every vendored copy is a duplicate (empty files were already removed at ingest)
+    empties = sum(1 for p in (tree_with_duplicates / "json").rglob("*.py")
+                  if not p.read_text().strip())
+    assert dedup["removed_by_reason"]["exact_dedup:duplicate"]["docs"] == vendored - empties
+    # the files on disk say the same as stats.json
+    out = run / stats["output"]["dir"]
+    assert count_rows(out) == stats["output"]["docs"]
+    assert len(removed_reasons(run)) == stats["input"]["docs"] - stats["output"]["docs"]
+    kept = pq.read_table(out).column("path").to_pylist()
+    assert len(set(kept)) == len(kept)
+    assert len(result.plan.output_shards) == stats["shards"] > 1
+
+
+def test_one_and_two_workers_give_identical_bytes(ray_session, tree_with_duplicates: Path,
+                                                  tmp_path: Path) -> None:
+    run_build(code_manifest(tree_with_duplicates), tmp_path, tmp_path / "w1", workers=1)
+    run_build(code_manifest(tree_with_duplicates), tmp_path, tmp_path / "w2", workers=2)
+    one, two = digest(tmp_path / "w1"), digest(tmp_path / "w2")
+    assert one == two and len(one) > 20
+
+
+def test_resume_after_losing_work_is_byte_identical(ray_session, tree_with_duplicates: Path,
+                                                    tmp_path: Path) -> None:
+    raw = code_manifest(tree_with_duplicates)
+    run_build(raw, tmp_path, tmp_path / "full")
+    expected = digest(tmp_path / "full")
+    partial = tmp_path / "partial"
+    shutil.copytree(tmp_path / "full", partial)
+    # As if killed mid-run: some markers never written, a half-written temp file left,
+    # a later step not started at all.
+    markers = sorted((partial / "markers").rglob("*.json"))
+    for marker in markers[::3]:
+        marker.unlink()
+    shutil.rmtree(partial / "stages" / "03-exact_dedup")
+    (partial / "stats.json").unlink()
+    (partial / "stages" / "01-ingest" / ".tmp-deadbeef-shard.parquet").write_bytes(b"PAR1")
+    run_build(raw, tmp_path, partial)
+    (partial / "stages" / "01-ingest" / ".tmp-deadbeef-shard.parquet").unlink()
+    assert digest(partial) == expected
+
+
+def test_run_dir_of_another_manifest_is_refused(ray_session, stdlib_tree: Path,
+                                                tmp_path: Path) -> None:
+    run_build(code_manifest(stdlib_tree), tmp_path, tmp_path / "run")
+    with pytest.raises(RunDirError, match="different manifest"):
+        run_build(code_manifest(stdlib_tree, max_docs=7), tmp_path, tmp_path / "run")
+
+
+def test_sources_of_every_reader_in_one_build(ray_session, tmp_path: Path) -> None:
+    stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
+    raw = {"name": "mixed", "sources": [
+        {"name": "stack", "kind": "code", "lang": "Python",
+         "reader": {"type": "parquet", "paths": ["stack.parquet"]},
+         "columns": {"text": "content", "stars": "max_stars_count"}},
+        {"name": "topics", "kind": "text", "lang": "en",
+         "reader": {"type": "python_object", "object": "pydoc_data.topics:topics"}},
+        {"name": "json-pkg", "kind": "code",
+         "reader": {"type": "tree", "root": str(STDLIB / "json"),
+                    "exclude": ["*__pycache__*"]}},
+    ], "stages": [{"exact_dedup": {}}]}
+    run_build(raw, tmp_path, tmp_path / "run")
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    dedup = stats["stages"][1]
+    # the tree holds the same json/*.py files as the parquet: all are exact duplicates,
+    # and the parquet copies win because they carry stars
+    removed = dedup["by_source"]["json-pkg"]["removed"]["docs"]
+    assert removed == dedup["by_source"]["json-pkg"]["in"]["docs"] > 0
+    assert dedup["by_source"]["stack"]["removed"]["docs"] == 0

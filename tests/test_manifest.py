@@ -1,0 +1,104 @@
+"""Manifest validation: errors name the key path and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lemur_data.pipeline.manifest import ManifestError, load_manifest, parse_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def base() -> dict:
+    return {"name": "t", "sources": [
+        {"name": "a", "kind": "code", "reader": {"type": "tree", "root": "/tmp"}},
+        {"name": "b", "kind": "text", "reader": {"type": "jsonl", "paths": ["x.jsonl"]}},
+        {"name": "c", "kind": "code", "reader": {"type": "parquet", "paths": ["x.parquet"]}},
+    ]}
+
+
+def problems(raw: dict) -> list[str]:
+    with pytest.raises(ManifestError) as error:
+        parse_manifest(raw, "m.yaml", Path("/tmp"))
+    return error.value.problems
+
+
+@pytest.mark.parametrize("manifest", ["demo.yaml", "lemur-90b.yaml"])
+def test_shipped_manifests_are_valid(manifest: str) -> None:
+    loaded = load_manifest(REPO / "manifests" / manifest)
+    assert loaded.sources and loaded.name
+
+
+def test_unknown_key_is_named_with_its_path() -> None:
+    raw = base()
+    raw["sources"][2]["reader"]["pahts"] = raw["sources"][2]["reader"].pop("paths")
+    found = problems(raw)
+    assert "sources[2].reader.pahts: unknown key" in found
+    assert "sources[2].reader.paths: required key is missing" in found
+
+
+def test_wrong_type_names_key_and_value() -> None:
+    raw = base()
+    raw["shard"] = {"max_docs": "many"}
+    (problem,) = problems(raw)
+    assert problem.startswith("shard.max_docs:") and "'many'" in problem
+
+
+def test_missing_required_field() -> None:
+    raw = base()
+    del raw["sources"][0]["kind"]
+    assert problems(raw) == ["sources[0].kind: required key is missing"]
+
+
+def test_unknown_reader_type_lists_the_known_ones() -> None:
+    raw = base()
+    raw["sources"][1]["reader"]["type"] = "csv"
+    (problem,) = problems(raw)
+    assert problem.startswith("sources[1].reader:") and "parquet" in problem
+
+
+def test_unknown_stage_and_stage_parameter() -> None:
+    raw = base()
+    raw["stages"] = [{"exact_dedupe": {}}, {"exact_dedup": {"partitons": 4}}]
+    found = problems(raw)
+    assert any(p.startswith("stages[0]: unknown stage 'exact_dedupe'") for p in found)
+    assert "stages[1].exact_dedup.partitons: unknown key" in found
+
+
+def test_references_are_checked() -> None:
+    raw = base()
+    raw["sources"].append(dict(raw["sources"][0]))
+    raw["stages"] = [{"exact_dedup": {"sources": ["nope"]}}]
+    raw["mixture"] = {"total_tokens": 1e6, "weights": {"code": 10, "web": 1}}
+    found = problems(raw)
+    assert "sources: name 'a' is used more than once" in found
+    assert any(p.startswith("stages[0].exact_dedup.sources: no source named 'nope'") for p in found)
+    assert any(p.startswith("mixture.weights.web:") for p in found)
+
+
+def test_placeholders_and_relative_paths(tmp_path: Path) -> None:
+    raw = base()
+    raw["sources"][0]["reader"]["root"] = "{stdlib}"
+    manifest = parse_manifest(raw, "m.yaml", tmp_path)
+    assert Path(manifest.sources[0].reader.root, "os.py").exists()
+    assert manifest.sources[1].reader.paths == [str(tmp_path / "x.jsonl")]
+    raw["sources"][0]["reader"]["root"] = "{nowhere}"
+    assert any("unknown placeholder {nowhere}" in p for p in problems(raw))
+
+
+def test_yaml_syntax_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\nsources: [\n")
+    with pytest.raises(ManifestError) as error:
+        load_manifest(path)
+    assert str(path) in str(error.value) and "YAML" in str(error.value)
+
+
+def test_fingerprint_changes_with_content() -> None:
+    a = parse_manifest(base(), "m", Path("/tmp"))
+    raw = base()
+    raw["seed"] = 7
+    assert a.fingerprint() != parse_manifest(raw, "m", Path("/tmp")).fingerprint()
+    assert a.fingerprint() == parse_manifest(base(), "m", Path("/tmp")).fingerprint()
