@@ -29,8 +29,12 @@ class BuildResult:
 
 
 def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
-    """Record the manifest; refuse a folder made by a different manifest."""
+    """Record the manifest; refuse a folder made by a different manifest.
+
+    Temporary files of writes that a killed run never finished are removed.
+    """
     record = storage.join(run_dir, "manifest.json")
+    storage.remove_temporaries(run_dir)
     fingerprint = manifest.fingerprint()
     if storage.exists(record):
         previous = storage.read_json(record).get("fingerprint")
@@ -92,10 +96,15 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                    "by_lang": {k: v["kept"] for k, v in stages[-1]["by_lang"].items()}
                    if stages else {},
                    "shards": sorted(p.rsplit("/", 1)[-1] for p in plan.output_shards.values()),
-                   "dir": plan.steps[-1].out_dir.replace(run_dir.rstrip("/") + "/", "")},
+                   "dir": [s for s in plan.steps if s.kind == "documents"][-1].out_dir
+                   .replace(run_dir.rstrip("/") + "/", "")},
         "stages": stages,
         "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
     }
+    mix = global_summaries.get("mix")
+    if mix:  # tokens available / used / epochs per component, realized vs target shares
+        stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
+        stats["megatron"] = mix["megatron"]
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     seconds = time.perf_counter() - started
     storage.write_bytes_atomic(plan.layout.path("timings.json"),

@@ -88,6 +88,17 @@ def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
     return pq.read_table(p, filesystem=fs, columns=columns)
 
 
+def remove_temporaries(folder: str) -> int:
+    """Delete the temp files of interrupted atomic writes below `folder`."""
+    fs, p = filesystem(folder)
+    if not fs.exists(p):
+        return 0
+    stale = [f for f in fs.find(p) if f.rsplit("/", 1)[-1].startswith(".tmp-")]
+    for path in stale:
+        fs.rm(path)
+    return len(stale)
+
+
 def list_files(folder: str, suffix: str = "") -> list[str]:
     """Sorted full paths of the files directly in `folder` ending with `suffix`."""
     fs, p = filesystem(folder)

@@ -1,0 +1,118 @@
+"""Bad input: a clear error naming the file/key, or a quarantine with a reason.
+
+Nothing is lost: every input record is either kept or in removed/ with a reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lemur_data.pipeline.executor import RunError
+from lemur_data.stages.readers.common import ReaderError
+from realdata import PURELIB, STDLIB, prose_paragraphs, stack_parquet, stdlib_files, write_jsonl
+from runs import count_rows, run_build
+
+STACK_COLUMNS = {"text": "content", "path": "max_stars_repo_path"}
+
+
+def test_every_kind_of_bad_input_is_quarantined_and_counted(ray_session, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    # parquet: one good file, one whose footer is cut off
+    stack_parquet(data / "good.parquet", stdlib_files("json"))
+    stack_parquet(data / "corrupt.parquet", stdlib_files("http"))
+    raw = (data / "corrupt.parquet").read_bytes()
+    (data / "corrupt.parquet").write_bytes(raw[: len(raw) // 2])
+    # jsonl: a gzip cut mid-stream, and a file with broken records among good ones
+    paragraphs = prose_paragraphs()[:200]
+    write_jsonl(data / "web.jsonl.gz", [{"text": t} for t in paragraphs], "gz")
+    whole = (data / "web.jsonl.gz").read_bytes()
+    (data / "web.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    lines = [json.dumps({"text": paragraphs[0]}).encode(),
+             json.dumps({"text": "Café crème, déjà vu"}).encode().replace(
+                 b"Caf\\u00e9", "Café".encode("latin-1")),  # invalid UTF-8 bytes
+             b'{"text": "unterminated',
+             json.dumps({"text": "   \n\t "}).encode(),
+             json.dumps({"body": paragraphs[1]}).encode(),
+             json.dumps({"text": paragraphs[2]}).encode()]
+    (data / "mixed.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    # a source tree with a binary file, a latin-1 file, an empty file, an oversize file
+    tree = tmp_path / "tree"
+    shutil.copytree(STDLIB / "json", tree / "json", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(next(PURELIB.rglob("*.so")), tree / "native.so.py")
+    text = (STDLIB / "calendar.py").read_text()
+    (tree / "latin1.py").write_bytes(("# Übersetzung: café\n" + text).encode("latin-1"))
+    (tree / "empty.py").write_text("")
+    big = (STDLIB / "pydoc_data" / "topics.py").read_bytes()
+    (tree / "huge.py").write_bytes(big * (50 * 2**20 // len(big) + 1))  # a 50 MB document
+
+    manifest = {"name": "bad", "shard": {"max_docs": 50}, "sources": [
+        {"name": "stack", "kind": "code", "lang": "Python", "columns": STACK_COLUMNS,
+         "reader": {"type": "parquet", "paths": ["data/*.parquet"]}},
+        {"name": "web", "kind": "text", "reader": {"type": "jsonl", "paths": ["data/*.jsonl*"]}},
+        {"name": "tree", "kind": "code", "reader": {"type": "tree", "root": "tree"}},
+    ]}
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    stats = json.loads((run / "stats.json").read_text())
+    ingest = stats["stages"][0]
+    reasons = ingest["removed_by_reason"]
+    assert reasons["ingest:unreadable_file"]["docs"] == 2  # corrupt parquet + truncated gzip
+    assert reasons["ingest:invalid_utf8"]["docs"] == 2  # jsonl line + latin-1 file
+    assert reasons["ingest:invalid_json"]["docs"] == 1
+    assert reasons["ingest:missing_text"]["docs"] == 1
+    assert reasons["ingest:binary"]["docs"] == 1
+    assert reasons["ingest:too_large"]["docs"] == 1
+    assert reasons["ingest:empty"]["docs"] >= 2  # whitespace record, empty file (+ real ones)
+    removed = pq.read_table(run / "removed").to_pylist()
+    details = {r["reason"]: r["detail"] for r in removed}
+    assert "corrupt.parquet" in next(r["path"] for r in removed
+                                     if r["reason"] == "ingest:unreadable_file"
+                                     and r["source"] == "stack")
+    assert "read failed after line" in details["ingest:unreadable_file"] or any(
+        "read failed after line" in (r["detail"] or "") for r in removed)
+    # nothing lost: what was read is exactly what is kept plus what was removed
+    kept = count_rows(run / "stages")
+    assert kept + len(removed) == ingest["in"]["docs"]
+    assert ingest["by_source"]["web"]["kept"]["docs"] >= 40  # rows before the truncation
+    good_lines = [r for r in pq.read_table(run / "stages").to_pylist() if r["source"] == "web"]
+    assert paragraphs[2] in {r["text"] for r in good_lines}
+
+
+def test_missing_text_column_names_file_and_columns(ray_session, tmp_path: Path) -> None:
+    stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
+    manifest = {"name": "nocol", "sources": [
+        {"name": "stack", "kind": "code", "columns": {"text": "contents"},
+         "reader": {"type": "parquet", "paths": ["stack.parquet"]}}]}
+    with pytest.raises(RunError) as error:
+        run_build(manifest, tmp_path, tmp_path / "run")
+    message = str(error.value)
+    assert "stack.parquet" in message and "'contents'" in message
+    assert "max_stars_repo_path" in message  # lists the columns the file has
+
+
+def test_fail_policy_stops_on_the_first_bad_file(ray_session, tmp_path: Path) -> None:
+    payload = gzip.compress(b"".join(json.dumps({"text": t}).encode() + b"\n"
+                                     for t in prose_paragraphs()[:100]))
+    (tmp_path / "cut.jsonl.gz").write_bytes(payload[: len(payload) // 2])
+    manifest = {"name": "strict", "sources": [
+        {"name": "web", "kind": "text", "on_bad_file": "fail",
+         "reader": {"type": "jsonl", "paths": ["cut.jsonl.gz"]}}]}
+    with pytest.raises(RunError, match=r"cut\.jsonl\.gz: read failed after line \d+"):
+        run_build(manifest, tmp_path, tmp_path / "run")
+
+
+def test_paths_that_match_nothing_or_are_not_folders(ray_session, tmp_path: Path) -> None:
+    manifest = {"name": "nothing", "sources": [
+        {"name": "web", "kind": "text", "reader": {"type": "jsonl", "paths": ["nope/*.jsonl"]}}]}
+    with pytest.raises(ReaderError, match=r"source 'web': pattern .*nope/\*\.jsonl.* matches no"):
+        run_build(manifest, tmp_path, tmp_path / "run")
+    manifest["sources"][0]["reader"] = {"type": "tree", "root": "missing-folder"}
+    with pytest.raises(ReaderError, match="reader.root .*missing-folder.* is not a folder"):
+        run_build(manifest, tmp_path, tmp_path / "run2")

@@ -1,0 +1,115 @@
+"""The command line as a user runs it: exit codes, messages, kill -9 and resume."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from realdata import STDLIB, stack_parquet, stdlib_files
+from runs import digest
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "lemur_data.pipeline.cli"]
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("command", [[], ["build"], ["validate"], ["plan"]])
+def test_help_everywhere(command: list[str]) -> None:
+    result = cli(*command, "--help")
+    assert result.returncode == 0 and "usage: lemur-data" in result.stdout
+
+
+def test_usage_errors_exit_2() -> None:
+    assert cli("frobnicate").returncode == 2
+    assert cli("build").returncode == 2  # --manifest is required
+    missing = cli("validate", "--manifest", "nope.yaml")
+    assert missing.returncode == 2 and "nope.yaml: invalid manifest" in missing.stderr
+
+
+def test_manifest_typo_exits_2_naming_the_key(tmp_path: Path) -> None:
+    manifest = yaml.safe_load((REPO / "manifests" / "demo.yaml").read_text())
+    manifest["sources"][1]["reader"]["rooot"] = manifest["sources"][1]["reader"].pop("root")
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    result = cli("build", "--manifest", str(path))
+    assert result.returncode == 2
+    assert "sources[1].reader.rooot: unknown key" in result.stderr
+    assert "sources[1].reader.root: required key is missing" in result.stderr
+
+
+def test_validate_and_plan_the_demo() -> None:
+    assert cli("validate", "--manifest", "manifests/demo.yaml").returncode == 0
+    plan = cli("plan", "--manifest", "manifests/demo.yaml")
+    assert plan.returncode == 0, plan.stderr
+    assert "python-stdlib" in plan.stdout and "01-ingest" in plan.stdout
+
+
+def test_failed_run_exits_1_naming_the_file(tmp_path: Path) -> None:
+    stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
+    manifest = {"name": "nocol", "sources": [
+        {"name": "stack", "kind": "code", "columns": {"text": "body"},
+         "reader": {"type": "parquet", "paths": ["stack.parquet"]}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    result = cli("build", "--manifest", str(tmp_path / "m.yaml"),
+                 "--run-dir", str(tmp_path / "run"), "--progress", "none")
+    assert result.returncode == 1
+    assert "stack.parquet" in result.stderr and "'body'" in result.stderr
+
+
+def test_unwritable_run_dir_exits_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    manifest = {"name": "x", "sources": [
+        {"name": "j", "kind": "code", "reader": {"type": "tree", "root": str(STDLIB / "json")}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    result = cli("build", "--manifest", str(tmp_path / "m.yaml"),
+                 "--run-dir", str(blocker / "run"), "--progress", "none")
+    assert result.returncode == 1 and str(blocker) in result.stderr
+
+
+def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for package in ("email", "json", "http", "urllib", "logging", "xml"):
+        shutil.copytree(STDLIB / package, tree / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(STDLIB / "json", tree / "copy" / "json",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = {"name": "kill", "seed": 5, "shard": {"max_docs": 4},
+                "sources": [{"name": "tree", "kind": "code",
+                             "reader": {"type": "tree", "root": str(tree)}}],
+                "stages": [{"exact_dedup": {"partitions": 4}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    args = ["build", "--manifest", str(tmp_path / "m.yaml"), "--progress", "none"]
+
+    clean = cli(*args, "--run-dir", str(tmp_path / "clean"))
+    assert clean.returncode == 0, clean.stderr
+
+    killed_dir = tmp_path / "killed"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    process = subprocess.Popen([*CLI, *args, "--run-dir", str(killed_dir)], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    markers = killed_dir / "markers" / "01-ingest"
+    while time.time() < deadline and len(list(markers.glob("*.json"))) < 3:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed_dir / "stats.json").exists(), "the run finished before the kill"
+
+    resumed = cli(*args, "--run-dir", str(killed_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    assert not list(killed_dir.rglob(".tmp-*"))  # the killed writes' temp files are gone
+    assert digest(killed_dir) == digest(tmp_path / "clean")
