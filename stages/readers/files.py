@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Literal
 
@@ -38,6 +39,8 @@ class TreeParams(ReaderParams):
     type: Literal["tree"]
     root: str
     """Folder to walk (local). Placeholders such as {stdlib} and {purelib} work."""
+    subdirs: list[str] | None = None
+    """Walk only these folders below root (those missing are skipped); default: all."""
     include: list[str] = ["*"]
     """fnmatch patterns on the path below root (`*` also crosses folders)."""
     exclude: list[str] = DEFAULT_EXCLUDE
@@ -64,7 +67,10 @@ class TreeReader:
         root = self.params.root
         if not os.path.isdir(root):
             raise ReaderError(f"source {self.source.name!r}: reader.root {root!r} is not a folder")
-        files = list(self._walk(root))
+        tops = [root] if self.params.subdirs is None else [
+            os.path.join(root, d) for d in sorted(self.params.subdirs)
+            if os.path.isdir(os.path.join(root, d))]
+        files = [item for top in tops for item in self._walk(root, top)]
         licenses = {repo: _license_of(os.path.join(root, repo)) for repo in
                     sorted({self._repo(rel) for rel, _ in files})}
         chunks = chunk_by(files, [size for _, size in files], max_docs, max_bytes)
@@ -74,8 +80,8 @@ class TreeReader:
                           len(chunk), sum(s for _, s in chunk))
                 for i, chunk in enumerate(chunks)]
 
-    def _walk(self, root: str):
-        for folder, dirs, names in os.walk(root):
+    def _walk(self, root: str, top: str) -> Iterator[tuple[str, int]]:
+        for folder, dirs, names in os.walk(top):
             dirs.sort()
             for name in sorted(names):
                 full = os.path.join(folder, name)
