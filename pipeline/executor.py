@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import ray
 
 from lemur_data.stages import storage
-from lemur_data.stages.base import Phase, Task
+from lemur_data.stages.base import Phase, Resources, Task
 
 log = logging.getLogger("lemur_data")
 
@@ -35,25 +36,64 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
     if address:
         ray.init(address=address, **options)
     else:
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, **options)
+        # A local instance needs no network beyond loopback.
+        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
+                 _node_ip_address="127.0.0.1", **options)
 
 
 def is_done(task: Task, marker: str) -> bool:
     return storage.exists(marker) and all(storage.exists(path) for path in task.outputs)
 
 
+def _peak_rss_mb() -> float:
+    """This worker process's peak resident memory so far (its whole life, in MB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 @ray.remote(max_retries=3)
-def _run_task(task: Task, marker: str) -> dict[str, Any]:
+def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float]:
     if is_done(task, marker):
-        return storage.read_json(marker)
+        return storage.read_json(marker), _peak_rss_mb()
     summary = task.run()
     storage.write_json_atomic(marker, summary)
-    return summary
+    return summary, _peak_rss_mb()
+
+
+def ray_options(resources: Resources | None) -> dict[str, Any]:
+    if resources is None:
+        return {}
+    options: dict[str, Any] = {"num_cpus": resources.cpus}
+    if resources.memory is not None:
+        options["memory"] = int(resources.memory)
+    return options
+
+
+def check_feasible(phase: Phase) -> None:
+    """Refuse, rather than wait forever, when no node can hold one task of the phase."""
+    wanted = ray_options(phase.resources)
+    if not wanted:
+        return
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    if any(n.get("CPU", 0) >= wanted["num_cpus"] and n.get("memory", 0) >= wanted.get("memory", 0)
+           for n in nodes):
+        return
+    largest = max(nodes, key=lambda n: n.get("CPU", 0), default={})
+    raise RunError(f"{phase.name}: each task asks for {wanted['num_cpus']:g} CPUs and "
+                   f"{wanted.get('memory', 0) / 2**30:.1f} GiB (stages[].resources), but the "
+                   f"largest Ray node has {largest.get('CPU', 0):g} CPUs and "
+                   f"{largest.get('memory', 0) / 2**30:.1f} GiB")
 
 
 def run_phase(phase: Phase, markers_dir: str, workers: int | None,
-              on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run every task of `phase`; return their summaries in task order."""
+              on_done: Callable[[dict[str, Any]], None] | None = None,
+              usage: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """Run every task of `phase`; return their summaries in task order.
+
+    `usage`, when given, receives `peak_worker_rss_mb`: the largest peak memory of a
+    worker process that ran one of these tasks (kept out of the summaries, which must
+    not change between runs).
+    """
+    check_feasible(phase)
     summaries: dict[str, dict[str, Any]] = {}
     pending: list[Task] = []
     for task in phase.tasks:
@@ -71,13 +111,17 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         while queue and len(in_flight) < limit:
             task = queue.pop()
             marker = storage.join(markers_dir, f"{task.key}.json")
-            ref = _run_task.options(name=f"{phase.name}:{task.key}").remote(task, marker)
+            ref = _run_task.options(name=f"{phase.name}:{task.key}",
+                                    **ray_options(phase.resources)).remote(task, marker)
             in_flight[ref] = task
         done, _ = ray.wait(list(in_flight), num_returns=1)
         for ref in done:
             task = in_flight.pop(ref)
             try:
-                summaries[task.key] = ray.get(ref)
+                summaries[task.key], rss = ray.get(ref)
+                if usage is not None:
+                    usage["peak_worker_rss_mb"] = round(
+                        max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
             except ray.exceptions.RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)

@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ByteSize, ConfigDict, PositiveFloat
+
+
+class Resources(BaseModel):
+    """What one task of a stage asks Ray for (scheduling, as Ray's num_cpus/memory)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpus: PositiveFloat = 1.0
+    memory: ByteSize | None = None
+    """Memory to reserve per task, e.g. 4GB; Ray places tasks only where it fits."""
 
 
 class StageParams(BaseModel):
@@ -27,6 +37,8 @@ class StageParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    resources: Resources = Resources()
+    """CPUs and memory per task of this stage; a fused step takes the largest."""
     sources: list[str] | None = None
     """Apply only to documents of these sources (default: all)."""
     kinds: list[Literal["code", "text"]] | None = None
@@ -107,6 +119,8 @@ class Phase:
 
     name: str
     tasks: list[Task] = field(default_factory=list)
+    resources: Resources | None = None
+    """Set by the planner from the stages' parameters."""
 
 
 @dataclass(frozen=True)

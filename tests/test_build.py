@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lemur_data.pipeline.build import RunDirError
+from lemur_data.pipeline.executor import RunError
 from realdata import STDLIB, stack_parquet, stdlib_files
 from runs import count_rows, digest, removed_reasons, run_build
 
@@ -108,3 +109,13 @@ def test_sources_of_every_reader_in_one_build(ray_session, tmp_path: Path) -> No
     removed = dedup["by_source"]["json-pkg"]["removed"]["docs"]
     assert removed == dedup["by_source"]["json-pkg"]["in"]["docs"] > 0
     assert dedup["by_source"]["stack"]["removed"]["docs"] == 0
+
+
+def test_stage_resources_reach_ray_and_impossible_ones_are_refused(
+        ray_session, stdlib_tree: Path, tmp_path: Path) -> None:
+    raw = code_manifest(stdlib_tree)
+    raw["stages"] = [{"exact_dedup": {"resources": {"cpus": 1, "memory": "200MB"}}}]
+    run_build(raw, tmp_path, tmp_path / "ok")
+    raw["stages"] = [{"exact_dedup": {"resources": {"cpus": 64}}}]
+    with pytest.raises(RunError, match=r"asks for 64 CPUs .*stages\[\]\.resources"):
+        run_build(raw, tmp_path, tmp_path / "too-big")

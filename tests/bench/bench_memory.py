@@ -1,0 +1,89 @@
+"""Peak memory per worker as the input grows 10x (it should stay flat).
+
+    python tests/bench/bench_memory.py [--scale 10] [--manifest manifests/demo.yaml]
+
+Builds a corpus of real standard-library files (the base), and one `--scale` times
+larger (copies of the base, each with its files perturbed so they are not exact
+duplicates), runs the manifest's stages on both with the demo's shard size, and
+prints the peak resident memory of the worker processes per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+PACKAGES = ("email", "json", "http", "logging", "xml", "urllib", "asyncio", "unittest",
+            "concurrent", "importlib", "multiprocessing", "sqlite3", "tomllib", "zoneinfo")
+
+
+def make_corpus(root: Path, copies: int) -> int:
+    size = 0
+    for copy in range(copies):
+        for package in PACKAGES:
+            for source in sorted((STDLIB / package).rglob("*.py")):
+                target = root / f"copy{copy}" / package / source.relative_to(STDLIB / package)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                text = source.read_text()
+                if copy:  # a real-looking edit so copies are near, not exact, duplicates
+                    text = f"# vendored copy {copy}\n" + text.replace("    ", "  " * (copy % 3 + 1))
+                target.write_text(text)
+                size += len(text.encode())
+    return size
+
+
+def run(manifest: dict, folder: Path) -> tuple[float, dict]:
+    path = folder / "manifest.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "lemur_data.pipeline.cli", "build", "--manifest",
+                    str(path), "--run-dir", str(folder / "run"), "--progress", "none"],
+                   cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    timings = json.loads((folder / "run" / "timings.json").read_text())
+    return time.perf_counter() - start, timings["peak_worker_rss_mb"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--manifest", default=str(REPO / "manifests" / "demo.yaml"))
+    args = parser.parse_args()
+    base = yaml.safe_load(Path(args.manifest).read_text())
+    work = Path(tempfile.mkdtemp(prefix="bench-memory-"))
+    rows = []
+    for copies in (1, args.scale):
+        folder = work / f"x{copies}"
+        size = make_corpus(folder / "corpus", copies)
+        manifest = {**base, "name": f"memory-x{copies}",
+                    "sources": [{"name": "stdlib", "kind": "code",
+                                 "reader": {"type": "tree", "root": str(folder / "corpus"),
+                                            "repo_depth": 1}}]}
+        manifest.pop("mixture", None)
+        manifest.pop("train", None)
+        seconds, peaks = run(manifest, folder)
+        rows.append((copies, size, seconds, peaks))
+        shutil.rmtree(folder)
+    steps = list(rows[-1][3])
+    print(f"{'input':>8} {'MB':>7} {'seconds':>8}  " + "  ".join(f"{s[:22]:>22}" for s in steps))
+    for copies, size, seconds, peaks in rows:
+        print(f"{copies:>7}x {size / 1e6:>7.1f} {seconds:>8.1f}  "
+              + "  ".join(f"{peaks.get(s, 0):>19.0f} MB" for s in steps))
+    growth = max(rows[-1][3].values()) / max(max(rows[0][3].values()), 1)
+    print(f"peak worker memory grew {growth:.2f}x for {args.scale}x the input")
+    shutil.rmtree(work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
