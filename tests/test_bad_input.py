@@ -116,3 +116,44 @@ def test_paths_that_match_nothing_or_are_not_folders(ray_session, tmp_path: Path
     manifest["sources"][0]["reader"] = {"type": "tree", "root": "missing-folder"}
     with pytest.raises(ReaderError, match="reader.root .*missing-folder.* is not a folder"):
         run_build(manifest, tmp_path, tmp_path / "run2")
+
+
+def test_mistyped_text_column_names_file_column_and_type(ray_session, tmp_path: Path) -> None:
+    stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
+    manifest = {"name": "types", "sources": [
+        {"name": "stack", "kind": "code", "columns": {"text": "max_stars_count"},
+         "reader": {"type": "parquet", "paths": ["stack.parquet"]}}]}
+    with pytest.raises(RunError, match=r"stack\.parquet: text column 'max_stars_count' has "
+                                       r"type int64, expected string"):
+        run_build(manifest, tmp_path, tmp_path / "run")
+
+
+def test_nul_bytes_in_records_and_files_matched_twice(ray_session, tmp_path: Path) -> None:
+    paragraphs = prose_paragraphs()[:20]
+    records = [{"text": t} for t in paragraphs]
+    records[4]["text"] = paragraphs[4][:200] + "\x00\x00\x00" + paragraphs[4][200:]
+    write_jsonl(tmp_path / "web.jsonl", records)
+    manifest = {"name": "nul", "sources": [
+        {"name": "web", "kind": "text",
+         "reader": {"type": "jsonl", "paths": ["web.jsonl", "*.jsonl"]}}]}  # same file twice
+    run_build(manifest, tmp_path, tmp_path / "run")
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    assert stats["input"]["docs"] == 20  # read once, not twice
+    assert stats["stages"][0]["removed_by_reason"] == {"ingest:binary": {"docs": 1, "bytes": len(
+        records[4]["text"].encode())}}
+
+
+def test_a_file_that_vanishes_after_planning_is_quarantined(tmp_path: Path) -> None:
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.stages.ingest import plan_units, read_unit
+
+    shutil.copytree(STDLIB / "json", tmp_path / "tree", ignore=shutil.ignore_patterns("__py*"))
+    manifest = parse_manifest({"name": "gone", "sources": [
+        {"name": "t", "kind": "code", "reader": {"type": "tree", "root": "tree"}}]}, "m", tmp_path)
+    source = manifest.sources[0]
+    (unit,) = plan_units(source.reader, source.info(), 100, 2**30)
+    (tmp_path / "tree" / "decoder.py").unlink()
+    table = read_unit(source.reader, source.info(), unit)
+    row = next(r for r in table.to_pylist() if r["path"] == "decoder.py")
+    assert row["reason"] == "unreadable_file" and "decoder.py" in row["detail"]
+    assert table.num_rows == unit.docs_hint
