@@ -56,7 +56,7 @@ class FusedShardTask:
             built = _built(stage)
             result = _apply_in_scope(built, docs, self.ctx)
             docs = _account(built.name, result.table, result.reasons, result.details,
-                            removed, counts)
+                            removed, counts, built.count_columns)
         storage.write_parquet_atomic(self.out_path, docs)
         gone = (pa.concat_tables(removed, promote_options="default") if removed
                 else docs.schema.append(pa.field("reason", pa.string())).empty_table())
@@ -101,8 +101,12 @@ def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> 
 
 def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
              details: pa.Array | pa.ChunkedArray | None, removed: list[pa.Table],
-             counts: list[dict[str, Any]]) -> pa.Table:
-    """Split kept from removed and count both; returns the kept documents."""
+             counts: list[dict[str, Any]], flags: tuple[str, ...] = ()) -> pa.Table:
+    """Split kept from removed and count both; returns the kept documents.
+
+    `flags` are columns the stage added (e.g. syntax_checked) that counts are also
+    grouped by, so stats can say how many documents a stage could not check.
+    """
     reasons = _flat(reasons)
     if len(reasons) != docs.num_rows:
         raise RuntimeError(f"stage {stage} returned {len(reasons)} reasons for "
@@ -116,11 +120,18 @@ def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
         "reason": [f"{stage}:{r}" if r is not None else None for r in reasons.to_pylist()],
     }, schema={"source": pl.String, "kind": pl.String, "lang": pl.String, "bytes": pl.Int64,
                "reason": pl.String})
-    grouped = (frame.group_by(["source", "kind", "lang", "reason"])
+    frame = frame.with_columns([pl.Series(f"flag:{name}", [None if v is None else str(v).lower()
+                                                           for v in docs.column(name).to_pylist()],
+                                          dtype=pl.String) for name in flags])
+    keys = ["source", "kind", "lang", "reason", *[f"flag:{name}" for name in flags]]
+    grouped = (frame.group_by(keys)
                .agg(pl.len().alias("docs"), pl.col("bytes").sum().alias("bytes"))
-               .sort(["source", "kind", "lang", "reason"], nulls_last=True))
+               .sort(keys, nulls_last=True))
     for row in grouped.iter_rows(named=True):
-        counts.append({"stage": stage, **row})
+        entry = {"stage": stage, **{k: v for k, v in row.items() if not k.startswith("flag:")}}
+        if flags:
+            entry["flags"] = {k[5:]: v for k, v in row.items() if k.startswith("flag:")}
+        counts.append(entry)
     if int(pc.sum(dropped).as_py() or 0):
         gone = docs.filter(dropped)
         gone = gone.append_column("reason", pa.array(

@@ -32,6 +32,8 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
     """Per stage: in, kept, removed, removed by reason, by source and by language."""
     if not rows:
         return []
+    flagged = [row for row in rows if row.get("flags")]
+    rows = [{k: v for k, v in row.items() if k != "flags"} for row in rows]
     frame = pl.DataFrame(rows, schema={"stage": pl.String, "source": pl.String,
                                        "kind": pl.String, "lang": pl.String,
                                        "reason": pl.String, "docs": pl.Int64, "bytes": pl.Int64})
@@ -59,8 +61,25 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
         entry["removed_by_reason"] = dict(sorted(by_reason.items()))
         entry["by_source"] = dict(sorted(by_source.items()))
         entry["by_lang"] = dict(sorted(by_lang.items()))
+        by_flag = _by_flag([row for row in flagged if row["stage"] == name])
+        if by_flag:
+            entry["by_flag"] = by_flag
         stages.append(entry)
     return stages
+
+
+def _by_flag(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """{flag: {value: {lang: {kept, removed}}}} for the columns a stage counts by."""
+    table: dict[str, Any] = {}
+    for row in rows:
+        outcome = "kept" if row["reason"] is None else "removed"
+        for flag, value in row["flags"].items():
+            per_lang = table.setdefault(flag, {}).setdefault(str(value), {})
+            counts = per_lang.setdefault(row["lang"] or "unknown",
+                                         {"kept": _zero(), "removed": _zero()})
+            _add(counts[outcome], row["docs"], row["bytes"])
+    return {f: {v: dict(sorted(langs.items())) for v, langs in sorted(values.items())}
+            for f, values in sorted(table.items())}
 
 
 def check_accounting(stages: list[dict[str, Any]]) -> None:

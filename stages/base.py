@@ -78,6 +78,8 @@ class DocumentStage(ABC):
 
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
+    count_columns: ClassVar[tuple[str, ...]] = ()
+    """Added columns that stats also count by (e.g. syntax_checked: checked or not)."""
 
     def __init__(self, params: StageParams) -> None:
         self.params = params
