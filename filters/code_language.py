@@ -73,6 +73,23 @@ EXTENSIONS: dict[str, str] = {
     ".tcl": "Tcl",
     ".awk": "Awk",
     ".ipynb": "Jupyter Notebook",
+    ".fs": "F#", ".fsi": "F#", ".fsx": "F#",
+    ".vb": "Visual Basic",
+    ".rkt": "Racket",
+    ".adb": "Ada", ".ads": "Ada",
+    ".jsp": "Java Server Pages",
+    ".elm": "Elm",
+    ".sol": "Solidity",
+    ".nix": "Nix",
+    ".tf": "HCL", ".hcl": "HCL",
+    ".graphql": "GraphQL", ".gql": "GraphQL",
+    ".svelte": "Svelte",
+    ".hx": "Haxe",
+    ".cr": "Crystal",
+    ".purs": "PureScript",
+    ".idr": "Idris",
+    ".raku": "Raku", ".rakumod": "Raku",
+    ".wat": "WebAssembly", ".wast": "WebAssembly",
 }
 
 FILENAMES: dict[str, str] = {
@@ -101,7 +118,7 @@ _VERSION_SUFFIX = re.compile(r"[\d.]+$")
 
 # Constructs that occur in C++ or Objective-C headers but never in C.
 _CPP_HEADER = re.compile(
-    rb"^\s*(?:template\s*<|namespace\s+\w+|class\s+\w+[^;]*\{|(?:public|private|protected)\s*:"
+    rb"^\s*(?:template\s*<|namespace\s+\w+\s*\{|class\s+\w+[^;]*\{|(?:public|private|protected)\s*:"
     rb"|using\s+namespace\b|#include\s*<(?:string|vector|memory|iostream|map|algorithm)>)"
     rb"|std::",
     re.MULTILINE,
@@ -115,8 +132,11 @@ def interpreter_language(head: bytes) -> str | None:
     if not match:
         return None
     program = match.group(1).decode("utf-8", "replace").rsplit("/", 1)[-1]
-    if program == "env" and match.group(2):
-        program = match.group(2).decode("utf-8", "replace")
+    if program == "env":
+        # `#!/usr/bin/env -S python3 -u`: the program is the first word that is not a flag.
+        words = head[match.end(1):].split(b"\n", 1)[0].split()
+        program = next((w.decode("utf-8", "replace") for w in words
+                        if not w.startswith(b"-")), "")
     program = _VERSION_SUFFIX.sub("", program) or program
     return INTERPRETERS.get(program)
 

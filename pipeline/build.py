@@ -12,7 +12,9 @@ from rich.console import Console
 from lemur_data.pipeline.executor import connect, run_phase
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.pipeline.planner import RunPlan, plan_run
+from lemur_data.pipeline.profile import profile_output
 from lemur_data.pipeline.progress import Mode, phase_progress
+from lemur_data.pipeline.report import write_run_docs
 from lemur_data.pipeline.stats import check_accounting, stage_stats
 from lemur_data.stages import storage
 
@@ -58,16 +60,20 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     rows: list[dict[str, Any]] = []
     order: list[str] = []
     timings: dict[str, float] = {}
+    memory: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     global_summaries: dict[str, Any] = {}
     for step in plan.steps:
         step_start = time.perf_counter()
+        step_usage: dict[str, float] = {}
         phase_results: dict[str, list[dict[str, Any]]] = {}
         for phase in step.phases:
             name = step.label if step.kind == "documents" else f"{step.label}.{phase.name}"
             markers = plan.layout.markers(step.label if step.kind == "documents"
                                           else f"{step.label}/{phase.name}")
             with phase_progress(name, len(phase.tasks), progress, console) as tracker:
-                phase_results[phase.name] = run_phase(phase, markers, workers, tracker)
+                phase_results[phase.name] = run_phase(phase, markers, workers, tracker,
+                                                      step_usage)
         if step.kind == "documents":
             order += [n for n in step.stage_names if n not in order]
             for summary in phase_results[step.label]:
@@ -78,6 +84,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                 "params": step.global_stage.params.model_dump(mode="json"),
                 **step.global_stage.summary(step.global_ctx)}
         timings[step.label] = round(time.perf_counter() - step_start, 3)
+        memory[step.label] = step_usage.get("peak_worker_rss_mb", 0.0)
+        cpu[step.label] = step_usage.get("cpu_seconds", 0.0)
     stages = stage_stats(rows, order)
     for stage in stages:
         stage.update(global_summaries.get(stage["name"], {}))
@@ -105,9 +113,20 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     if mix:  # tokens available / used / epochs per component, realized vs target shares
         stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
         stats["megatron"] = mix["megatron"]
+    # Tokens, licenses, lengths and syntax checks of the kept documents, read from the shards.
+    stats["profile"] = profile_output(list(plan.output_shards.values()))
+    if "tokens" in stats["profile"]:
+        stats["output"]["tokens"] = stats["profile"]["tokens"]
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
+    write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
+    if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
+        from lemur_data.pipeline.launch import write_launch
+
+        write_launch(manifest, run_dir)
     seconds = time.perf_counter() - started
     storage.write_bytes_atomic(plan.layout.path("timings.json"),
-                               json.dumps({"steps": timings, "total": round(seconds, 3)},
+                               json.dumps({"steps": timings, "total": round(seconds, 3),
+                                           "peak_worker_rss_mb": memory,
+                                           "cpu_seconds": cpu},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)

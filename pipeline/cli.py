@@ -42,12 +42,44 @@ def _parser() -> argparse.ArgumentParser:
     plan = with_manifest("plan", "List the sources, shards, steps and outputs of a build "
                                  "without running it.")
     plan.add_argument("--run-dir", help="as for build")
+    plan.add_argument("--cores-per-node", type=int, default=64,
+                      help="cores of one cluster node, for the nodes-per-day estimate")
+    launch = with_manifest("launch", "Render, check and run the Megatron-LM training of a "
+                                     "built run (writes <run-dir>/launch/train.sh).")
+    launch.add_argument("--run-dir", help="as for build")
+    launch.add_argument("--dry-run", action="store_true",
+                        help="print the command and the check results; run nothing")
+    launch.add_argument("--nnodes", type=int, help="nodes (default: NNODES, SLURM_NNODES, "
+                                                   "else train.nnodes)")
+    launch.add_argument("--node-rank", type=int, help="this node's rank (default: NODE_RANK, "
+                                                      "SLURM_NODEID, else 0)")
+    launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
+                                              "host of SLURM_JOB_NODELIST, else localhost)")
+    launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
+    card = commands.add_parser("card", help="Write the dataset card (README.md), report.html "
+                               "and plots/ of a finished run from its stats.json.")
+    card.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    push = commands.add_parser("push", help="Upload a finished run to a Hugging Face Hub "
+                               "dataset repo (token: HF_TOKEN or `hf auth login`).")
+    push.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
+    push.add_argument("--private", action="store_true", help="create the repo private")
+    push.add_argument("--include", choices=["none", "parquet", "megatron"], default="parquet",
+                      help="data to upload besides card, stats and report (default: parquet)")
+    push.add_argument("--dry-run", action="store_true",
+                      help="list the files and sizes that would be uploaded; upload nothing")
+    push.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
+                      help="huggingface_hub's bars, or a log line per uploaded batch")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(stderr=True)
+    if args.command == "card":
+        return _card(args.run_dir, console)
+    if args.command == "push":
+        return _push(args, console)
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:
@@ -62,29 +94,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     run_dir = args.run_dir or os.path.join("runs", manifest.name)
     if args.command == "plan":
-        return _plan(manifest, run_dir)
+        return _plan(manifest, run_dir, args.cores_per_node)
+    if args.command == "launch":
+        from lemur_data.pipeline.launch import launch_command
+
+        return launch_command(manifest, run_dir, args, console)
     return _build(manifest, run_dir, args, console)
 
 
-def _plan(manifest: Manifest, run_dir: str) -> int:
+def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
+    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day
     from lemur_data.pipeline.planner import plan_run
-    from lemur_data.stages.readers.common import ReaderError
+    from lemur_data.stages.ingest import plan_units
 
     out = Console(soft_wrap=True)
-    try:
-        plan = plan_run(manifest, run_dir)
-    except ReaderError as error:
-        Console(stderr=True).print(f"error: {error}", highlight=False)
-        return EXIT_FAILED
     out.print(f"manifest {manifest.name} (fingerprint {manifest.fingerprint()}), "
               f"run dir {run_dir}", highlight=False)
     out.print("sources:")
+    units, total = {}, 0
     for source in manifest.sources:
-        units = plan.units[source.name]
-        docs = sum(u.docs_hint for u in units)
-        size = sum(u.bytes_hint for u in units)
+        try:
+            units[source.name] = plan_units(source.reader, source.info(),
+                                            manifest.shard.max_docs, int(manifest.shard.max_bytes))
+        except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
+            units[source.name] = []
+            hint = int(source.size_hint or 0)
+            total += hint
+            out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
+                      f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
+                      highlight=False)
+            continue
+        docs = sum(u.docs_hint for u in units[source.name])
+        size = sum(u.bytes_hint for u in units[source.name])
+        total += size
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
-                  f"{len(units):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB", highlight=False)
+                  f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
+                  highlight=False)
+    plan = plan_run(manifest, run_dir, units)
     out.print("steps:")
     for step in plan.steps:
         tasks = sum(len(p.tasks) for p in step.phases)
@@ -94,6 +140,17 @@ def _plan(manifest: Manifest, run_dir: str) -> int:
                   highlight=False)
     out.print(f"outputs: {len(plan.output_shards)} shards, stats {run_dir}/stats.json",
               highlight=False)
+    costs = estimate(manifest, total)
+    out.print(f"estimate for {total / 1e9:,.1f} GB of input (every stage charged for all of it):")
+    out.print(f"  {'stage':<16} {'core-hours':>11} {'disk GB':>9} {'memory/worker':>14}")
+    for cost in costs:
+        out.print(f"  {cost.stage:<16} {cost.core_hours:>11,.1f} {cost.disk_bytes / 1e9:>9,.1f} "
+                  f"{cost.worker_memory_mb / 1e3:>11.1f} GB", highlight=False)
+    core_hours = sum(c.core_hours for c in costs)
+    nodes = nodes_for_a_day(costs, cores_per_node)
+    disk_tb = sum(c.disk_bytes for c in costs) / 1e12
+    out.print(f"  total {core_hours:,.0f} core-hours, {disk_tb:,.2f} TB of disk: {nodes} node(s) "
+              f"of {cores_per_node} cores finish it in a day", highlight=False)
     return EXIT_OK
 
 
@@ -113,6 +170,57 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
     print_summary(result.stats, run_dir, result.seconds, Console())
+    return EXIT_OK
+
+
+def _card(run_dir: str, console: Console) -> int:
+    from lemur_data.pipeline.report import write_run_docs
+    from lemur_data.stages import storage
+
+    if not storage.exists(storage.join(run_dir, "stats.json")):
+        console.print(f"error: {run_dir} holds no stats.json: not a finished run",
+                      highlight=False)
+        return EXIT_USAGE
+    try:
+        written = write_run_docs(run_dir)
+    except (OSError, KeyError, ValueError) as error:
+        console.print(f"error: writing the card failed: {error!r}", highlight=False)
+        return EXIT_FAILED
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
+def _push(args: argparse.Namespace, console: Console) -> int:
+    from lemur_data.pipeline.hub import (
+        NotARunError,
+        PushError,
+        card_for,
+        describe,
+        plan_files,
+        push,
+    )
+
+    try:
+        if args.dry_run:
+            files = plan_files(args.run_dir, args.include, card_for(args.run_dir, args.include))
+            print("\n".join(describe(files)))
+            console.print(f"dry run: nothing uploaded to {args.repo_id}", highlight=False)
+            return EXIT_OK
+        result = push(args.run_dir, args.repo_id, private=args.private, include=args.include,
+                      progress=args.progress, console=console)
+    except NotARunError as error:
+        console.print(f"error: {error}", highlight=False)
+        return EXIT_USAGE
+    except PushError as error:
+        console.print(f"error: {error}", highlight=False)
+        return EXIT_FAILED
+    except Exception as error:  # network and Hub errors: their classes vary by client version
+        console.print(f"error: push to {args.repo_id} failed: {type(error).__name__}: {error}",
+                      highlight=False)
+        return EXIT_FAILED
+    console.print(f"pushed {len(result['files'])} files ({result['bytes'] / 1e6:,.1f} MB) to "
+                  f"{result['url']} in {result['seconds']:.0f} s", highlight=False)
     return EXIT_OK
 
 

@@ -51,12 +51,14 @@ def _peak_rss_mb() -> float:
 
 
 @ray.remote(max_retries=3)
-def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float]:
+def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
+    """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
     if is_done(task, marker):
-        return storage.read_json(marker), _peak_rss_mb()
+        return storage.read_json(marker), _peak_rss_mb(), 0.0
+    cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
     summary = task.run()
     storage.write_json_atomic(marker, summary)
-    return summary, _peak_rss_mb()
+    return summary, _peak_rss_mb(), time.process_time() - cpu_start
 
 
 def ray_options(resources: Resources | None) -> dict[str, Any]:
@@ -90,7 +92,8 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
     """Run every task of `phase`; return their summaries in task order.
 
     `usage`, when given, receives `peak_worker_rss_mb`: the largest peak memory of a
-    worker process that ran one of these tasks (kept out of the summaries, which must
+    worker process that ran one of these tasks, and `cpu_seconds`: the CPU time the
+    tasks run here took, summed (kept out of the summaries, which must
     not change between runs).
     """
     check_feasible(phase)
@@ -118,10 +121,11 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         for ref in done:
             task = in_flight.pop(ref)
             try:
-                summaries[task.key], rss = ray.get(ref)
+                summaries[task.key], rss, cpu = ray.get(ref)
                 if usage is not None:
                     usage["peak_worker_rss_mb"] = round(
                         max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
+                    usage["cpu_seconds"] = round(usage.get("cpu_seconds", 0.0) + cpu, 3)
             except ray.exceptions.RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)

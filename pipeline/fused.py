@@ -80,6 +80,7 @@ def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> 
         mask = pc.and_(mask, pc.is_in(docs.column("source"), pa.array(params.sources)))
     if params.kinds is not None:
         mask = pc.and_(mask, pc.is_in(docs.column("kind"), pa.array(params.kinds)))
+    mask = _flat(mask)
     selected = int(pc.sum(mask).as_py() or 0)
     if selected == docs.num_rows:
         return stage.apply(docs, ctx)

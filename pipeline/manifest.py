@@ -28,14 +28,15 @@ from pydantic import (
     PositiveInt,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from lemur_data.stages.base import StageParams
 from lemur_data.stages.documents import MAPPABLE_COLUMNS
 from lemur_data.stages.ingest import ReaderConfig
+from lemur_data.stages.megatron_launch import TrainConfig
 from lemur_data.stages.readers.common import SourceInfo
 from lemur_data.stages.registry import STAGES
+from lemur_data.stages.tokenizers import TokenizerConfig
 
 
 class ManifestError(Exception):
@@ -70,6 +71,8 @@ class SourceSpec(Strict):
     """Larger documents are quarantined with reason ingest:too_large."""
     on_bad_file: Literal["fail", "quarantine"] = "quarantine"
     """An unreadable file stops the run (fail) or is recorded in removed/ (quarantine)."""
+    size_hint: ByteSize | None = None
+    """Approximate input size, for `plan` estimates when the input cannot be listed."""
 
     @field_validator("columns")
     @classmethod
@@ -85,22 +88,9 @@ class SourceSpec(Strict):
                           int(self.max_doc_bytes), self.on_bad_file)
 
 
-class TokenizerSpec(Strict):
-    hf: str | None = None
-    """A Hub tokenizer id (meta-llama/Llama-2-70b-hf); needs the network."""
-    file: str | None = None
-    """A local tokenizer.json."""
-    sentencepiece: str | None = None
-    """A local SentencePiece .model file."""
-    bos: bool = False
-    eos: bool = True
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> TokenizerSpec:
-        given = [k for k in ("hf", "file", "sentencepiece") if getattr(self, k)]
-        if len(given) > 1:
-            raise ValueError(f"give one of hf, file, sentencepiece (got {given})")
-        return self
+class TokenizerSpec(TokenizerConfig):
+    """`tokenizer:`: hf / file / sentencepiece / package, or none for the offline default
+    (the 32k Llama-style SentencePiece model mistral_common ships)."""
 
 
 class MixtureSpec(Strict):
@@ -119,14 +109,8 @@ class OutputSpec(Strict):
     megatron: MegatronOutputSpec | None = None
 
 
-class TrainSpec(Strict):
-    preset: str
-    tensor_parallel: PositiveInt = 1
-    pipeline_parallel: PositiveInt = 1
-    global_batch: PositiveInt = 1024
-    micro_batch: PositiveInt = 1
-    seq_length: PositiveInt = 4096
-    overrides: dict[str, Any] = {}
+class TrainSpec(TrainConfig):
+    """`train:`: the Megatron-LM run on the packed data (stages/megatron_launch.py)."""
 
 
 class Manifest(Strict):
@@ -152,8 +136,11 @@ class Manifest(Strict):
         return specs
 
     def fingerprint(self) -> str:
-        """Hash of everything that decides the output (used to refuse mixing runs)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """Hash of everything that decides the output (used to refuse mixing runs).
+
+        `train:` decides only launch/train.sh, rewritten at every build's end: changing it
+        must not refuse the run folder."""
+        canonical = json.dumps(self.model_dump(mode="json", exclude={"train"}), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -257,6 +244,9 @@ def _check_references(manifest: Manifest) -> list[str]:
                 if source not in names:
                     problems.append(f"stages[{i}].{stage_name}.sources: no source named "
                                     f"{source!r} (sources are {names})")
+    if manifest.train and not manifest.mixture and not (manifest.output and
+                                                        manifest.output.megatron):
+        problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:
         for key in manifest.mixture.weights:
             base = key.split(":", 1)[0]
@@ -267,7 +257,7 @@ def _check_references(manifest: Manifest) -> list[str]:
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
-_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files"}
+_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save"}
 
 
 def placeholders(base_dir: Path) -> dict[str, str]:

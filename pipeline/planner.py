@@ -8,23 +8,27 @@ before it, runs its own phases, and its applier opens the next step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from lemur_data.pipeline.fused import FusedShardTask, IngestInput
-from lemur_data.pipeline.manifest import Manifest
+from lemur_data.pipeline.manifest import Manifest, MegatronOutputSpec
 from lemur_data.stages import storage
 from lemur_data.stages.base import (
     DocumentStage,
     GlobalContext,
     GlobalStage,
     Phase,
+    Resources,
     ShardContext,
     Task,
 )
 from lemur_data.stages.ingest import plan_units
+from lemur_data.stages.mix import MixAndPack, MixParams
 from lemur_data.stages.readers.common import InputUnit
 from lemur_data.stages.registry import STAGES
+from lemur_data.stages.tokenize import Tokenize, TokenizeParams
+from lemur_data.stages.tokenizers import TokenizerConfig
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,17 @@ class RunPlan:
     output_shards: dict[str, str] = field(default_factory=dict)
 
 
-def plan_run(manifest: Manifest, run_dir: str) -> RunPlan:
-    layout = RunLayout(run_dir)
+def list_units(manifest: Manifest) -> dict[str, list[InputUnit]]:
     shard = manifest.shard
-    units = {s.name: plan_units(s.reader, s.info(), shard.max_docs, int(shard.max_bytes))
-             for s in manifest.sources}
+    return {s.name: plan_units(s.reader, s.info(), shard.max_docs, int(shard.max_bytes))
+            for s in manifest.sources}
+
+
+def plan_run(manifest: Manifest, run_dir: str,
+             units: dict[str, list[InputUnit]] | None = None) -> RunPlan:
+    """The run's steps; `units` (from `list_units`) may be given to avoid listing twice."""
+    layout = RunLayout(run_dir)
+    units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
     readers = {s.name: (s.reader, s.info()) for s in manifest.sources}
 
@@ -87,8 +97,8 @@ def plan_run(manifest: Manifest, run_dir: str) -> RunPlan:
                                   storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx)
             tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
-        plan.steps.append(Step(label, "documents", names, [Phase(label, tasks)], out_dir,
-                               removed_dir))
+        phase = Phase(label, tasks, largest([s.params.resources for s in pending]))
+        plan.steps.append(Step(label, "documents", names, [phase], out_dir, removed_dir))
         inputs, pending, names, number = dict(outputs), [], [], number + 1
 
     for spec in manifest.stage_specs:
@@ -100,7 +110,8 @@ def plan_run(manifest: Manifest, run_dir: str) -> RunPlan:
             ctx = GlobalContext(run_dir, layout.path("work", label),
                                 {k: v for k, v in inputs.items() if isinstance(v, str)},
                                 manifest.seed, 0)
-            plan.steps.append(Step(label, "global", [spec.name], stage.phases(ctx),
+            phases = [replace(p, resources=spec.params.resources) for p in stage.phases(ctx)]
+            plan.steps.append(Step(label, "global", [spec.name], phases,
                                    global_stage=stage, global_ctx=ctx))
             number += 1
             pending.append(stage.applier(ctx))
@@ -108,7 +119,52 @@ def plan_run(manifest: Manifest, run_dir: str) -> RunPlan:
         else:
             pending.append(cls(spec.params))  # type: ignore[arg-type]
             names.append(spec.name)
+    tokenize = _tokenize_stage(manifest)
+    if tokenize is not None:
+        pending.append(tokenize)
+        names.append(tokenize.name)
     if pending or not plan.steps:
         close_group()
     plan.output_shards = {k: v for k, v in inputs.items() if isinstance(v, str)}
+    mix = _mix_stage(manifest, layout)
+    if mix is not None:
+        label = f"{number:02d}-{mix.name}"
+        ctx = GlobalContext(run_dir, layout.path("work", label), dict(plan.output_shards),
+                            manifest.seed, 0)
+        plan.steps.append(Step(label, "global", [mix.name], mix.phases(ctx),
+                               global_stage=mix, global_ctx=ctx))
     return plan
+
+
+def largest(requests: list[Resources]) -> Resources:
+    """One fused task runs every stage of its step: it needs the most any of them asks."""
+    if not requests:
+        return Resources()
+    memories = [int(r.memory) for r in requests if r.memory is not None]
+    return Resources(cpus=max(r.cpus for r in requests),
+                     memory=max(memories) if memories else None)
+
+
+def _tokenize_stage(manifest: Manifest) -> Tokenize | None:
+    """Tokenizing closes the last document step when the run tokenizes, mixes or packs."""
+    wanted = manifest.tokenizer or manifest.mixture or (manifest.output and
+                                                        manifest.output.megatron)
+    if not wanted:
+        return None
+    config = TokenizerConfig.model_validate(
+        (manifest.tokenizer or TokenizerConfig()).model_dump())
+    return Tokenize(TokenizeParams(tokenizer=config))
+
+
+def _mix_stage(manifest: Manifest, layout: RunLayout) -> MixAndPack | None:
+    """Mixing and packing into `<run>/megatron/` ends a run that has a mixture or output."""
+    output = manifest.output.megatron if manifest.output else None
+    if manifest.mixture is None and output is None:
+        return None
+    output = output or MegatronOutputSpec()
+    mixture = manifest.mixture
+    params = MixParams(weights=dict(mixture.weights) if mixture else None,
+                       total_tokens=mixture.total_tokens if mixture else None,
+                       max_shard_bytes=output.max_shard_bytes, blend=output.blend,
+                       seq_length=output.seq_length)
+    return MixAndPack(params, layout.path("megatron"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,8 @@ from rich.progress import (
 )
 
 Mode = Literal["bar", "log", "none", "auto"]
+HEARTBEAT_SECONDS = 60.0
+"""In log mode, a phase whose tasks take long still prints a line this often."""
 
 
 class PhaseProgress:
@@ -44,9 +47,27 @@ class PhaseProgress:
         elif self.mode == "log":
             now = time.perf_counter()
             if now - self.last_log >= self.log_every or self.done == self.total:
-                self.last_log = now
-                self.console.print(f"[{self.name}] {self.done}/{self.total} tasks, "
-                                   f"{self.docs:,} docs, {rate:,.0f} docs/s", highlight=False)
+                self.log(f"{self.done}/{self.total} tasks, {self.docs:,} docs, "
+                         f"{rate:,.0f} docs/s{self._eta()}")
+
+    def log(self, message: str) -> None:
+        """One plain line (no markup, no colour): what cluster job logs want."""
+        self.last_log = time.perf_counter()
+        elapsed = self.last_log - self.start
+        self.console.print(f"[{self.name}] {message}, {elapsed:,.0f} s elapsed",
+                           highlight=False, markup=False, soft_wrap=True)
+
+    def _eta(self) -> str:
+        if not self.done or self.done >= self.total:
+            return ""
+        left = (time.perf_counter() - self.start) / self.done * (self.total - self.done)
+        return f", about {left:,.0f} s left"
+
+    def heartbeat(self, stop: threading.Event, every: float) -> None:
+        """While tasks run, a line at least every `every` seconds, even if none finishes."""
+        while not stop.wait(min(every, 5.0)):
+            if time.perf_counter() - self.last_log >= every:
+                self.log(f"{self.done}/{self.total} tasks, {self.docs:,} docs, still running")
 
 
 @contextmanager
@@ -55,6 +76,18 @@ def phase_progress(name: str, total: int, mode: Mode,
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "log"
     tracker = PhaseProgress(name, total, mode, console)
+    if mode == "log":
+        tracker.log(f"start: {total} tasks")
+        stop = threading.Event()
+        beat = threading.Thread(target=tracker.heartbeat, args=(stop, HEARTBEAT_SECONDS),
+                                daemon=True)
+        beat.start()
+        try:
+            yield tracker
+        finally:
+            stop.set()
+            beat.join(timeout=10)
+        return
     if mode != "bar":
         yield tracker
         return

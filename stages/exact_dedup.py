@@ -44,15 +44,33 @@ def content_hashes(text: pa.ChunkedArray | pa.Array, normalize: str) -> list[str
     return [xxhash.xxh3_128_hexdigest(t.encode()) for t in text.to_pylist()]
 
 
+def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
+    """Rows a stage applies to, as the runner's `sources`/`kinds` scoping selects them.
+
+    A global stage must hash only these: a copy outside the scope is never removed
+    by the applier, so it must not be chosen as the copy that survives either.
+    """
+    mask = pa.array([True] * table.num_rows, pa.bool_())
+    if params.sources is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("source"), pa.array(params.sources)))
+    if params.kinds is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("kind"), pa.array(params.kinds)))
+    return mask
+
+
 @dataclass(frozen=True)
 class HashShard:
     shard_path: str
     out_dir: str
     normalize: str
     partitions: int
+    scope: StageParams | None = None
 
     def __call__(self) -> dict[str, Any]:
-        table = storage.read_parquet(self.shard_path, ["id", "text", "stars", "license"])
+        table = storage.read_parquet(self.shard_path,
+                                     ["id", "text", "stars", "license", "source", "kind"])
+        if self.scope is not None:
+            table = table.filter(in_scope(table, self.scope))
         hashes = content_hashes(table.column("text"), self.normalize)
         frame = pl.DataFrame({
             "hash": hashes,
@@ -133,7 +151,8 @@ class ExactDedup(GlobalStage):
         hash_dir = storage.join(ctx.work_dir, "hashes")
         parts = [f"part-{part:04d}.parquet" for part in range(p.partitions)]
         hashing = Phase("hash", [
-            Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions),
+            Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions,
+                                  p),
                  tuple(storage.join(hash_dir, shard, name) for name in parts))
             for shard, path in ctx.input_shards.items()])
         shard_of = {shard: shard for shard in ctx.input_shards}

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from lemur_data.stages.base import DocumentStage, GlobalStage
+from lemur_data.stages.decontaminate import Decontaminate
 from lemur_data.stages.exact_dedup import ExactDedup
+from lemur_data.stages.langid import LangId
+from lemur_data.stages.minhash import MinHash
+from lemur_data.stages.pii import Pii
+from lemur_data.stages.quality import Quality
+from lemur_data.stages.syntax import Syntax
 
 STAGES: dict[str, type[DocumentStage] | type[GlobalStage]] = {
     stage.name: stage
     for stage in [
+        Syntax,
         ExactDedup,
+        LangId,
+        Quality,
+        MinHash,
+        Decontaminate,
+        Pii,
     ]
 }
 

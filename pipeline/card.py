@@ -1,0 +1,289 @@
+"""The dataset card: README.md with Hub metadata, built with huggingface_hub's card API.
+
+The YAML header is a `DatasetCardData` (license, language, task_categories,
+size_categories, pretty_name, tags, configs); the body describes the sources
+and their licenses, every stage with its parameters, the statistics and
+figures, the mixture, tokenizer and Megatron layout, how to reproduce the run
+(its manifest, embedded) and the limitations. The same stats give the same text.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from typing import Any, Literal
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from lemur_data.stages import storage
+
+Include = Literal["none", "parquet", "megatron"]
+
+# SPDX ids as documents carry them -> the Hub's license ids.
+HUB_LICENSES = {
+    "apache-2.0": "apache-2.0", "mit": "mit", "bsd-2-clause": "bsd-2-clause",
+    "bsd-3-clause": "bsd-3-clause", "bsd-3-clause-clear": "bsd-3-clause-clear", "bsd": "bsd",
+    "0bsd": "0bsd", "isc": "isc", "mpl-2.0": "mpl-2.0", "gpl-2.0": "gpl-2.0",
+    "gpl-3.0": "gpl-3.0", "lgpl-2.1": "lgpl-2.1", "lgpl-3.0": "lgpl-3.0", "agpl-3.0": "agpl-3.0",
+    "cc0-1.0": "cc0-1.0", "cc-by-4.0": "cc-by-4.0", "cc-by-sa-4.0": "cc-by-sa-4.0",
+    "cc-by-3.0": "cc-by-3.0", "odc-by": "odc-by", "odc-by-1.0": "odc-by", "unlicense": "unlicense",
+    "bsl-1.0": "bsl-1.0", "artistic-2.0": "artistic-2.0", "epl-2.0": "epl-2.0",
+    "wtfpl": "wtfpl", "zlib": "zlib", "postgresql": "postgresql", "ecl-2.0": "ecl-2.0",
+    "afl-3.0": "afl-3.0", "ms-pl": "ms-pl", "osl-3.0": "osl-3.0", "pddl": "pddl",
+}
+SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                   (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"),
+                   (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+                   (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"),
+                   (1_000_000_000_000, "100B<n<1T")]
+STAGE_NOTES = {
+    "ingest": "reads every source; removes empty, undecodable and over-large documents",
+    "langid": "language identification (fastText lid.176 for text, file-type table for code)",
+    "quality": "heuristic quality rules (The Stack / StarCoder for code; Gopher, C4, "
+               "FineWeb for text)",
+    "syntax": "tree-sitter parse; removes files whose share of bytes under ERROR/MISSING "
+              "nodes is over the language's threshold",
+    "exact_dedup": "exact deduplication: one copy of each distinct text survives",
+    "minhash": "MinHash LSH near-deduplication: one document per cluster survives",
+    "decontaminate": "removes documents overlapping evaluation benchmarks",
+    "pii": "personal data (emails, keys, IPs) redaction or removal",
+    "tokenize": "token ids per document, EOS after each (removes nothing)",
+}
+
+
+def size_category(docs: int) -> str:
+    return next((label for bound, label in SIZE_CATEGORIES if docs < bound), "n>1T")
+
+
+def hub_licenses(by_license: dict[str, int]) -> list[str]:
+    """The Hub license ids of the kept documents; `other` for any it has no id for."""
+    ids = set()
+    for name in by_license:
+        ids.add(HUB_LICENSES.get(name.lower(), "other"))
+    return sorted(ids, key=lambda x: (x == "other", x)) or ["other"]
+
+
+def hub_languages(stats: dict[str, Any]) -> list[str]:
+    """`code` when code is kept, plus the ISO 639 codes of the kept text."""
+    by_kind = (stats.get("profile") or {}).get("docs_by_kind_lang") or {}
+    langs = ["code"] if by_kind.get("code") else []
+    for lang in sorted(by_kind.get("text", {})):
+        if lang.isalpha() and lang.islower() and 2 <= len(lang) <= 3:
+            langs.append(lang)
+    return langs
+
+
+def card_data(stats: dict[str, Any], include: Include = "parquet") -> DatasetCardData:
+    tags = ["lemur-data", "pretraining", "code"]
+    if stats.get("megatron"):
+        tags.append("megatron-lm")
+    if any(s.get("cluster_sizes") is not None for s in stats.get("stages") or []):
+        tags.append("deduplicated")
+    configs = None
+    if include == "parquet":
+        configs = [{"config_name": "default",
+                    "data_files": [{"split": "train", "path": "data/*.parquet"}]}]
+    licenses = hub_licenses((stats.get("profile") or {}).get("by_license") or {"unknown": 1})
+    return DatasetCardData(
+        license=licenses[0] if len(licenses) == 1 else licenses,
+        language=hub_languages(stats) or None,
+        task_categories=["text-generation"],
+        task_ids=["language-modeling"],
+        size_categories=[size_category(stats["output"]["docs"])],
+        pretty_name=f"lemur-data {stats['manifest']}",
+        tags=tags,
+        configs=configs,
+    )
+
+
+def _md_table(headers: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, bool) or v is None:
+            return str(v)
+        if isinstance(v, int):
+            return f"{v:,}"
+        if isinstance(v, float):
+            return f"{v:,.6g}"
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
+    out = stats["output"]["by_source"]
+    tokens = (stats.get("profile") or {}).get("tokens_by_source") or {}
+    first = (stats.get("stages") or [{}])[0].get("by_source", {})
+    rows = []
+    for source in manifest["sources"]:
+        reader = source["reader"]
+        where = reader.get("paths") or reader.get("root") or reader.get("path") \
+            or reader.get("object") or reader.get("name") or ""
+        if isinstance(where, list):
+            where = ", ".join(where[:3]) + (" ..." if len(where) > 3 else "")
+        name = source["name"]
+        rows.append([name, source["kind"], reader["type"], f"`{where}`",
+                     source.get("lang") or "detected", reader.get("license") or "per document",
+                     first.get(name, {}).get("in", {}).get("docs", 0),
+                     out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
+                     tokens.get(name, "-")])
+    return _md_table(["source", "kind", "reader", "from", "language", "declared license",
+                      "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+
+
+def _stages(stats: dict[str, Any]) -> str:
+    from lemur_data.pipeline.report import STANDARD_KEYS, flatten, scalar_text
+
+    parts = []
+    for number, stage in enumerate(stats.get("stages") or [], start=1):
+        name = stage["name"]
+        note = STAGE_NOTES.get(name, "")
+        parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
+                     f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
+                     f"removed {stage['removed']['docs']:,} "
+                     f"({stage['removed']['bytes']:,} bytes).")
+        params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
+        if params:
+            parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
+        if stage["removed_by_reason"]:
+            parts.append(_md_table(["reason", "docs", "bytes"], [
+                [r, c["docs"], c["bytes"]] for r, c in stage["removed_by_reason"].items()]))
+        # the stage's own figures (MinHash parameters, cluster sizes); breakdowns and long
+        # lists stay in stats.json and the report
+        extra = [(k, v) for k, v in flatten({k: v for k, v in stage.items()
+                                             if k not in STANDARD_KEYS and not k.startswith("by_")})
+                 if not isinstance(v, list) and k.count(".") <= 1]
+        if extra:
+            parts.append(_md_table(["figure", "value"], [[k, scalar_text(v)] for k, v in extra]))
+    return "\n\n".join(parts)
+
+
+def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
+    mix, megatron = stats.get("mixture"), stats.get("megatron")
+    parts = []
+    if manifest.get("tokenizer") is not None or (stats.get("profile") or {}).get("tokens"):
+        tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
+        parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
+                                       else "offline default (32k Llama-style SentencePiece)")
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
+    if mix:
+        parts.append(_md_table(
+            ["component", "weight", "target share", "realized share", "available tokens",
+             "used tokens", "epochs"],
+            [[c["key"], c.get("weight") if c.get("weight") is not None else "-",
+              c.get("target_share", 0.0), c.get("realized_share", 0.0), c["available_tokens"],
+              c["used_tokens"], c.get("realized_epochs", c.get("epochs", 0.0))]
+             for c in mix["components"]]))
+        parts.append(f"Total: {mix['used_tokens']:,} tokens; worst relative share error "
+                     f"{mix.get('max_share_error', 0):.2e}. Components with more than one epoch "
+                     "repeat documents (whole epochs, then a seeded hash-chosen part).")
+    if megatron:
+        shards = megatron.get("shards") or []
+        parts.append(f"Megatron-LM indexed datasets in `megatron/` ({megatron.get('dtype')} "
+                     f"token ids, {len(shards)} `.bin`/`.idx` pairs, {megatron.get('tokens', 0):,}"
+                     f" tokens); the blend weights for `--data-args-path` are in "
+                     f"`megatron/{megatron.get('data_args', 'data_args.txt')}` (in this repo "
+                     "the shards are named `megatron/<prefix>`: run Megatron from the "
+                     "repo's root).")
+        if shards:
+            keys = [k for k in ("prefix", "component", "tokens", "sequences", "bytes")
+                    if k in shards[0]]
+            parts.append(_md_table(keys, [[s.get(k) for k in keys] for s in shards]))
+    return "\n\n".join(parts)
+
+
+def _limitations(stats: dict[str, Any]) -> str:
+    notes = ["Filters are heuristics with stated thresholds: they remove some good documents "
+             "and keep some bad ones; the removed documents and their reasons are in the run's "
+             "`removed/` shards."]
+    licenses = (stats.get("profile") or {}).get("by_license") or {}
+    unknown = licenses.get("unknown", 0)
+    total = sum(licenses.values())
+    if unknown:
+        notes.append(f"{unknown:,} of {total:,} kept documents ({unknown / total:.1%}) carry no "
+                     "license; check the terms of their sources before redistributing them.")
+    names = {s["name"] for s in stats.get("stages") or []}
+    if "decontaminate" not in names:
+        notes.append("No decontamination stage ran: benchmark items may be in the data.")
+    if "pii" not in names:
+        notes.append("No PII stage ran: personal data in the sources may remain.")
+    if not names & {"minhash"}:
+        notes.append("No near-duplicate (MinHash) stage ran: only exact copies, if any, "
+                     "were removed.")
+    mix = stats.get("mixture") or {}
+    repeated = [c["key"] for c in mix.get("components", []) if c.get("realized_epochs", 0) > 1]
+    if repeated:
+        notes.append("Upsampled components repeat documents: " + ", ".join(repeated) + ".")
+    notes.append("Language labels come from file types (code) and language identification "
+                 "(text); both err on short or mixed documents.")
+    return "\n".join(f"- {n}" for n in notes)
+
+
+def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
+                plots: list[str], include: Include = "parquet") -> DatasetCard:
+    data = card_data(stats, include)
+    output = stats["output"]
+    tokens = (stats.get("profile") or {}).get("tokens")
+    try:
+        version = importlib.metadata.version("lemur-data")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    stage_names = ", ".join(s["name"] for s in stats.get("stages") or [])
+    layout = {"parquet": "`data/*.parquet`: the kept documents (columns `id`, `text`, "
+                         "`source`, `kind`, `lang`, `path`, `repo`, `license`, ... plus the "
+                         "scores stages added)",
+              "megatron": "`megatron/`: Megatron-LM `.bin`/`.idx` shards and `data_args.txt`",
+              "none": "no data files: the card, statistics and report only"}[include]
+    from lemur_data.pipeline.report import by_count, stage_rows
+
+    body = [
+        f"# {data.pretty_name}",
+        f"A code-intensive pretraining corpus curated by lemur-data {version} "
+        f"from the manifest `{stats['manifest']}` (fingerprint `{stats['fingerprint']}`): "
+        f"{output['docs']:,} documents, {output['bytes']:,} bytes of text"
+        + (f", {tokens:,} tokens" if tokens is not None else "")
+        + f", kept of {stats['input']['docs']:,} read. Stages: {stage_names}.",
+        f"Files: {layout}; `stats.json` (every count below), `report.html` (the run report) "
+        "and `plots/`.",
+        "## Sources", _sources(manifest, stats),
+        "## Licenses of the kept documents",
+        _md_table(["license", "docs"],
+                  [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")
+                                               or {})]),
+        "## Processing", _stages(stats),
+        "## Statistics",
+        _md_table(["stage", "in docs", "kept docs", "removed docs", "in bytes", "kept bytes",
+                   "removed bytes", "top reasons"], stage_rows(stats)),
+        _md_table(["language", "docs kept", "bytes kept"],
+                  [[lang, c["docs"], c["bytes"]] for lang, c in
+                   sorted(output["by_lang"].items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))]),
+        *[f"![{name}](plots/{name}.png)" for name in plots],
+    ]
+    mixture = _mixture(stats, manifest)
+    if mixture:
+        body += ["## Tokenizer, mixture and Megatron layout", mixture]
+    train = manifest.get("train")
+    if train:
+        body += ["Training preset: `" + json.dumps(train, sort_keys=True) + "` (see the run's "
+                 "`launch/`)."]
+    body += [
+        "## How to reproduce",
+        "Install lemur-data, save the manifest below as `manifest.yaml` and run "
+        "`lemur-data build --manifest manifest.yaml` (add `--ray-address auto` on a Ray "
+        "cluster). The same manifest and inputs give byte-identical output. Paths below are "
+        "as resolved on the machine that built this run.",
+        "```yaml\n" + manifest_yaml.rstrip() + "\n```",
+        "## Limitations", _limitations(stats),
+    ]
+    content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n"
+    return DatasetCard(content)
+
+
+def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_yaml: str,
+               include: Include = "parquet") -> str:
+    record = storage.read_json(storage.join(run_dir, "manifest.json"))
+    card = render_card(stats, record["manifest"], manifest_yaml, plots, include)
+    path = storage.join(run_dir, "README.md")
+    storage.write_bytes_atomic(path, str(card).encode())
+    return path

@@ -1,0 +1,260 @@
+"""The run's figures as PNG bytes, drawn from stats.json (matplotlib, Agg, no pyplot).
+
+Each function returns None when the run has nothing to show (no mixture, no
+MinHash stage, ...). PNGs carry no timestamp, so the same stats give the same
+bytes and a resumed run's report stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+KIND_COLORS = {"code": "#1f77b4", "text": "#ff7f0e"}
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]
+MOST_REASONS = 11  # the rest are drawn as one grey "other reasons" segment
+MOST_LANGS = 20
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    title: str
+    caption: str
+    png: bytes
+
+
+def human(n: float) -> str:
+    """1234567 -> 1.2M: short labels for axes and bars."""
+    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _figure(panels: int = 1, height: float = 4.2) -> tuple[Figure, list[Any]]:
+    fig = Figure(figsize=(10, height * panels), layout="constrained")
+    axes = [fig.add_subplot(panels, 1, i + 1) for i in range(panels)]
+    return fig, axes
+
+
+def waterfall(stats: dict[str, Any]) -> Plot | None:
+    """Input, what each stage removed (split by reason), output: in documents and bytes."""
+    stages = stats.get("stages") or []
+    if not stages:
+        return None
+    totals: dict[str, int] = {}
+    for stage in stages:
+        for reason, counts in stage["removed_by_reason"].items():
+            totals[reason] = totals.get(reason, 0) + counts["docs"]
+    ranked = sorted(totals, key=lambda r: (-totals[r], r))
+    shown = ranked[:MOST_REASONS]
+    color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(shown)}
+    fig, axes = _figure(2)
+    labels = ["input", *[s["name"] for s in stages], "output"]
+    for ax, unit in zip(axes, ("docs", "bytes"), strict=True):
+        level = stages[0]["in"][unit]
+        ax.bar(0, level, color="#777777")
+        ax.text(0, level, human(level), ha="center", va="bottom", fontsize=8)
+        for x, stage in enumerate(stages, start=1):
+            top = level
+            reasons = sorted(stage["removed_by_reason"].items(),
+                             key=lambda kv: (kv[0] not in color, kv[0]))
+            for reason, counts in reasons:
+                size = counts[unit]
+                if size <= 0:
+                    continue
+                ax.bar(x, size, bottom=top - size, color=color.get(reason, "#cccccc"))
+                top -= size
+            removed = stage["removed"][unit]
+            ax.plot([x - 0.4, x + 0.4], [level, level], color="#333333", linewidth=0.8)
+            ax.text(x, level, f"-{human(removed)}" if removed else "0", ha="center",
+                    va="bottom", fontsize=8)
+            level -= removed
+        ax.bar(len(labels) - 1, level, color="#2ca02c")
+        ax.text(len(labels) - 1, level, human(level), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("documents" if unit == "docs" else "bytes")
+        ax.yaxis.set_major_formatter(lambda v, _: human(v))
+        ax.margins(y=0.12)
+    handles = [Patch(color=color[r], label=r) for r in shown]
+    if len(ranked) > len(shown):
+        handles.append(Patch(color="#cccccc", label=f"{len(ranked) - len(shown)} other reasons"))
+    fig.suptitle("What each stage removed (bars split by reason)")
+    if handles:
+        fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=4)
+    return Plot("waterfall", "Removed per stage",
+                "Documents (top) and bytes (bottom): the input, what each stage removed "
+                "(coloured by reason), and the output.", _png(fig))
+
+
+def mixture(stats: dict[str, Any]) -> Plot | None:
+    """Target vs realized share of each mixture component, with the tokens used."""
+    mix = stats.get("mixture")
+    if not mix or not mix.get("components"):
+        return None
+    components = mix["components"]
+    fig, (ax,) = _figure(1)
+    xs = range(len(components))
+    target = [c.get("target_share", 0.0) for c in components]
+    real = [c.get("realized_share", 0.0) for c in components]
+    ax.bar([x - 0.2 for x in xs], target, width=0.4, label="target", color="#bbbbbb")
+    bars = ax.bar([x + 0.2 for x in xs], real, width=0.4, label="realized", color="#1f77b4")
+    for bar, component in zip(bars, components, strict=True):
+        epochs = component.get("realized_epochs", 0)
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
+                f"{human(component['used_tokens'])} tok\n{epochs:.2f} ep",
+                ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(xs), [c["key"] for c in components], rotation=20, ha="right")
+    ax.set_ylabel("share of tokens")
+    ax.set_ylim(0, max([*target, *real, 0.01]) * 1.25)
+    ax.legend()
+    ax.set_title(f"Token mix: {human(mix.get('used_tokens', 0))} tokens, worst relative share "
+                 f"error {mix.get('max_share_error', 0):.2e}")
+    return Plot("mixture", "Token mix by component",
+                "Target vs realized share of tokens per mixture component; labels give the "
+                "tokens used and the epochs over the component's available tokens.", _png(fig))
+
+
+def tokens_by_language(stats: dict[str, Any]) -> Plot | None:
+    """Tokens of the output documents per language, coloured by kind."""
+    profile = stats.get("profile") or {}
+    by_lang = profile.get("tokens_by_lang")
+    if not by_lang:
+        return None
+    kind_of = {lang: kind for kind, langs in (profile.get("docs_by_kind_lang") or {}).items()
+               for lang in langs}
+    ranked = sorted(by_lang.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ranked[:MOST_LANGS]
+    if len(ranked) > len(shown):
+        shown.append((f"{len(ranked) - len(shown)} more", sum(v for _, v in ranked[MOST_LANGS:])))
+    fig, (ax,) = _figure(1, height=max(3.0, 0.28 * len(shown) + 1))
+    names = [n for n, _ in shown][::-1]
+    values = [v for _, v in shown][::-1]
+    ax.barh(names, values, color=[KIND_COLORS.get(kind_of.get(n, ""), "#999999") for n in names])
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {human(v)}", va="center", fontsize=7)
+    ax.xaxis.set_major_formatter(lambda v, _: human(v))
+    ax.set_xlabel("tokens (output documents, before mixing)")
+    ax.set_title(f"Tokens by language: {human(profile.get('tokens', 0))} in total "
+                 "(blue code, orange text)")
+    ax.margins(x=0.12)
+    return Plot("tokens_by_language", "Tokens by language",
+                "Tokens of the kept documents per language, before the mixture's up- and "
+                "down-sampling.", _png(fig))
+
+
+def lengths(stats: dict[str, Any]) -> Plot | None:
+    """Histograms of document length in bytes (and tokens), per kind, log scale."""
+    profile = stats.get("profile") or {}
+    hists = [h for h in (profile.get("length_histogram"), profile.get("token_histogram"))
+             if h and any(sum(c) for c in h["counts"].values())]
+    if not hists:
+        return None
+    fig, axes = _figure(len(hists), height=3.6)
+    for ax, hist in zip(axes, hists, strict=True):
+        edges = hist["edges"]
+        for kind, counts in hist["counts"].items():
+            ax.stairs(counts, edges, label=f"{kind} ({human(sum(counts))} docs)",
+                      color=KIND_COLORS.get(kind, "#555555"), linewidth=1.5)
+        ax.set_xscale("log")
+        used = [i for counts in hist["counts"].values() for i, c in enumerate(counts) if c]
+        ax.set_xlim(edges[max(min(used) - 1, 0)], edges[min(max(used) + 2, len(edges) - 1)])
+        ax.set_xlabel(f"document length ({hist['unit']})")
+        ax.set_ylabel("documents")
+        ax.legend(fontsize=8)
+        ax.set_title(f"Document length in {hist['unit']} "
+                     f"({hist['shards_read']} of {profile['shards']} output shards)")
+    return Plot("lengths", "Document lengths",
+                "Histograms of the kept documents' length, per kind, on log-spaced bins "
+                "(4 per decade).", _png(fig))
+
+
+def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
+    """Near-duplicate cluster sizes of every stage that reports them."""
+    found = [s for s in stats.get("stages") or [] if s.get("cluster_sizes")]
+    if not found:
+        return None
+    fig, axes = _figure(len(found), height=3.4)
+    for ax, stage in zip(axes, found, strict=True):
+        # bins are labelled "2", "5-8", ">=1025": order them by their lower bound
+        sizes = dict(sorted(stage["cluster_sizes"].items(),
+                            key=lambda kv: int(re.search(r"\d+", kv[0]).group())))
+        ax.bar(list(sizes), list(sizes.values()), color="#4e79a7", width=0.6)
+        ax.set_xlim(-0.6, max(len(sizes), 6) - 0.4)  # a few bins stay narrow bars
+        for x, v in enumerate(sizes.values()):
+            ax.text(x, v, human(v), ha="center", va="bottom", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("documents in the cluster")
+        ax.set_ylabel("clusters")
+        ax.set_title(f"{stage['name']}: {human(stage.get('clusters', sum(sizes.values())))} "
+                     f"clusters, {human(stage['removed']['docs'])} documents removed")
+        ax.margins(y=0.15)
+    return Plot("cluster_sizes", "Duplicate cluster sizes",
+                "How many clusters of near duplicates hold 2, 3, ... documents "
+                "(one document per cluster is kept).", _png(fig))
+
+
+def syntax_errors(stats: dict[str, Any]) -> Plot | None:
+    """Per language: share removed by the syntax stage, share kept despite some errors."""
+    stage = next((s for s in stats.get("stages") or [] if s["name"] == "syntax"), None)
+    if stage is None:
+        return None
+    checked = (stats.get("profile") or {}).get("syntax") or {}
+    # documents the stage parsed, per language (languages without a grammar pass unchecked)
+    parsed = ((stage.get("by_flag") or {}).get("syntax_checked") or {}).get("true")
+    rows = []
+    for lang, counts in (parsed or stage["by_lang"]).items():
+        seen = counts["kept"]["docs"] + counts["removed"]["docs"]
+        mine = checked.get(lang, {})
+        if not mine.get("checked") and not counts["removed"]["docs"]:
+            continue  # a language the stage has no grammar for
+        kept_bad = (mine["checked"] - mine.get("clean", 0)) / mine["checked"] \
+            if mine.get("checked") else 0.0
+        rows.append((lang, counts["removed"]["docs"] / seen if seen else 0.0, kept_bad, seen))
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (-r[3], r[0]))
+    fig, (ax,) = _figure(1)
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r[1] for r in rows], width=0.4, color="#e15759",
+           label="removed (error share over the threshold)")
+    ax.bar([x + 0.2 for x in xs], [r[2] for r in rows], width=0.4, color="#f28e2b",
+           label="kept with some error nodes (share of checked output)")
+    for x, row in enumerate(rows):
+        ax.text(x - 0.2, row[1], f"{row[1]:.1%}", ha="center", va="bottom", fontsize=7)
+        ax.text(x + 0.2, row[2], f"{row[2]:.1%}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(xs), [f"{r[0]}\n({human(r[3])})" for r in rows], fontsize=8)
+    ax.set_ylabel("share of documents")
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    ax.legend(fontsize=8)
+    ax.margins(y=0.15)
+    ax.set_title("Syntax errors per language (tree-sitter)")
+    return Plot("syntax_errors", "Syntax error rate per language",
+                "Share of each language's documents the syntax stage removed, and share of "
+                "the kept ones that still hold error nodes under the threshold; in brackets "
+                "the documents the stage parsed.", _png(fig))
+
+
+PLOTS: list[Callable[[dict[str, Any]], Plot | None]] = [
+    waterfall, mixture, tokens_by_language, lengths, cluster_sizes, syntax_errors]
+
+
+def make_plots(stats: dict[str, Any]) -> list[Plot]:
+    """Every figure this run has data for, in report order."""
+    return [plot for make in PLOTS if (plot := make(stats)) is not None]

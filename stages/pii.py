@@ -1,0 +1,69 @@
+"""Redact personal data and secrets in place: every document is kept, its text rewritten.
+
+Emails, public IP addresses, keys/tokens and private key blocks become
+`<EMAIL>`, `<IP_ADDRESS>`, `<KEY>`, `<PRIVATE_KEY>` (rules in filters/pii_rules.py).
+The counts per kind go into the columns `pii_emails`, `pii_ip_addresses`,
+`pii_keys`, `pii_private_keys`, so stats can sum what was redacted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+from pydantic import Field
+
+from lemur_data.filters.pii_rules import find_pii, redact
+from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+
+COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
+           "private_key": "pii_private_keys"}
+
+
+class PiiParams(StageParams):
+    emails: bool = True
+    """Replace email addresses with <EMAIL>."""
+    ip_addresses: bool = True
+    """Replace public IPv4/IPv6 addresses with <IP_ADDRESS> (private, loopback and
+    documentation ranges are kept as they are)."""
+    keys: bool = True
+    """Replace API keys and tokens (AWS, GCP, Azure, GitHub, Slack, Stripe, JWT, ...) and
+    random-looking values assigned to key/secret/token/password names with <KEY>."""
+    private_keys: bool = True
+    """Replace -----BEGIN ... PRIVATE KEY----- blocks with <PRIVATE_KEY>."""
+    keep_example_emails: bool = True
+    """Keep addresses at reserved domains (example.com/.org/.net, .test, .invalid)."""
+    key_min_entropy: float = Field(3.5, ge=0, le=8)
+    """Bits per character a value assigned to a key-like name needs to count as a key."""
+
+
+class Pii(DocumentStage):
+    name = "pii"
+    Params = PiiParams
+
+    def added_columns(self) -> list[pa.Field]:
+        return [pa.field(column, pa.int32()) for column in COLUMNS.values()]
+
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        p: PiiParams = self.params  # type: ignore[assignment]
+        texts: list[str] = []
+        counts: dict[str, list[int]] = {kind: [] for kind in COLUMNS}
+        for text in docs.column("text").to_pylist():
+            spans = find_pii(text, emails=p.emails, ip_addresses=p.ip_addresses, keys=p.keys,
+                             private_keys=p.private_keys,
+                             keep_example_emails=p.keep_example_emails,
+                             key_min_entropy=p.key_min_entropy)
+            texts.append(redact(text, spans) if spans else text)
+            per_kind = Counter(span.kind for span in spans)
+            for kind in COLUMNS:
+                counts[kind].append(per_kind[kind])
+        table = docs.set_column(docs.schema.get_field_index("text"),
+                                docs.schema.field("text"),
+                                pa.array(texts, docs.schema.field("text").type))
+        for kind, column in COLUMNS.items():
+            values = pa.array(counts[kind], pa.int32())
+            if column in table.column_names:  # a rerun over already redacted shards
+                table = table.set_column(table.schema.get_field_index(column), column, values)
+            else:
+                table = table.append_column(pa.field(column, pa.int32()), values)
+        return StageResult.keep_all(table)

@@ -1,0 +1,181 @@
+"""Loading a tokenizer: a tokenizer.json, a SentencePiece model, one a package ships, or the Hub.
+
+Every backend is wrapped as `TextTokenizer`: a batch encoder without special
+tokens plus the ids of BOS/EOS, so the tokenize stage adds them the same way
+whatever the backend (EOS after every document, BOS optional, as Megatron's
+Llama2Tokenizer).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
+
+# A 32k Llama-style SentencePiece model (byte fallback, <unk>=0 <s>=1 </s>=2) that
+# mistral_common ships: the offline default, so the demo tokenizes with no network.
+DEFAULT_PACKAGE_MODEL = "mistral_common:data/tokenizer.model.v1"
+
+# Megatron-core stores tokens as uint16 below this vocabulary size (DType.optimal_dtype).
+UINT16_VOCAB_LIMIT = 65500
+
+_EOS_NAMES = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "[SEP]")
+_BOS_NAMES = ("<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "[CLS]")
+
+
+class TokenizerConfig(BaseModel):
+    """Which tokenizer to use; with none of hf/file/sentencepiece/package, the offline default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hf: str | None = None
+    """A Hub tokenizer id (meta-llama/Llama-2-70b-hf); needs the network (and HF_TOKEN if gated)."""
+    revision: str | None = None
+    """Hub revision (branch, tag or commit) for `hf`."""
+    file: str | None = None
+    """A local (or fsspec) tokenizer.json."""
+    sentencepiece: str | None = None
+    """A local (or fsspec) SentencePiece .model file."""
+    package: str | None = None
+    """`package:relative/path` of a tokenizer file a Python package ships."""
+    bos: bool = False
+    """Put BOS before every document (Megatron's Llama2Tokenizer does not)."""
+    eos: bool = True
+    """Put EOS after every document (the document separator Megatron's GPTDataset expects)."""
+    bos_id: int | None = None
+    """BOS id; default: the model's own (<s> for Llama)."""
+    eos_id: int | None = None
+    """EOS id; default: the model's own (</s> = 2 for Llama)."""
+    threads: PositiveInt = 1
+    """Encoder threads per worker; Ray already runs one worker per core."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TokenizerConfig:
+        given = [k for k in ("hf", "file", "sentencepiece", "package") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of hf, file, sentencepiece, package (got {given})")
+        return self
+
+    def describe(self) -> str:
+        for key in ("hf", "file", "sentencepiece", "package"):
+            if getattr(self, key):
+                return f"{key}:{getattr(self, key)}"
+        return f"package:{DEFAULT_PACKAGE_MODEL}"
+
+
+@dataclass
+class TextTokenizer:
+    """A loaded tokenizer: `encode_batch` gives ids without any special token."""
+
+    name: str
+    backend: Any
+    kind: str  # "sentencepiece" | "tokenizers"
+    vocab_size: int
+    bos_id: int | None
+    eos_id: int | None
+    threads: int = 1
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.kind == "sentencepiece":
+            return self.backend.encode(texts, out_type=int, num_threads=self.threads)
+        return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]
+
+    def decode(self, ids: list[int]) -> str:
+        return self.backend.decode(ids)
+
+    @property
+    def uint16(self) -> bool:
+        return self.vocab_size < UINT16_VOCAB_LIMIT
+
+
+def load_tokenizer(config: TokenizerConfig) -> TextTokenizer:
+    """Load the tokenizer `config` names; fails with a message naming what is missing."""
+    if config.hf:
+        path = _hub_file(config.hf, config.revision)
+    elif config.file:
+        path = _local(config.file)
+    elif config.sentencepiece:
+        path = _local(config.sentencepiece)
+    else:
+        path = package_file(config.package or DEFAULT_PACKAGE_MODEL)
+    if config.file or path.endswith(".json"):
+        tokenizer = _from_json(path, config)
+    else:
+        tokenizer = _from_sentencepiece(path, config)
+    if config.eos and tokenizer.eos_id is None:
+        raise ValueError(f"tokenizer {config.describe()} has no EOS token; set tokenizer.eos_id")
+    if config.bos and tokenizer.bos_id is None:
+        raise ValueError(f"tokenizer {config.describe()} has no BOS token; set tokenizer.bos_id")
+    return tokenizer
+
+
+def package_file(spec: str) -> str:
+    package, _, relative = spec.partition(":")
+    if not relative:
+        raise ValueError(f"tokenizer.package must be `package:path/in/package` (got {spec!r})")
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"tokenizer package {package!r} is not installed "
+                                  f"(pip install {package.replace('_', '-')})") from None
+    path = root.joinpath(relative)
+    if not path.is_file():
+        raise FileNotFoundError(f"{package} has no file {relative!r}")
+    return str(path)
+
+
+def _local(path: str) -> str:
+    """A readable local path; remote (fsspec) files are cached locally first."""
+    if "://" not in path:
+        return path
+    import fsspec
+
+    return fsspec.open_local(f"simplecache::{path}")
+
+
+def _hub_file(repo_id: str, revision: str | None) -> str:
+    """The SentencePiece model if the repo has one (what Megatron loads), else tokenizer.json."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+    except ImportError:
+        raise ImportError("tokenizer.hf needs huggingface_hub: pip install 'lemur-data[hub]'") \
+            from None
+    token = os.environ.get("HF_TOKEN")
+    try:
+        return hf_hub_download(repo_id, "tokenizer.model", revision=revision, token=token)
+    except EntryNotFoundError:
+        return hf_hub_download(repo_id, "tokenizer.json", revision=revision, token=token)
+
+
+def _from_sentencepiece(path: str, config: TokenizerConfig) -> TextTokenizer:
+    import sentencepiece as spm
+
+    model = spm.SentencePieceProcessor(model_file=path)
+    bos = config.bos_id if config.bos_id is not None else model.bos_id()
+    eos = config.eos_id if config.eos_id is not None else model.eos_id()
+    return TextTokenizer(config.describe(), model, "sentencepiece", model.vocab_size(),
+                         bos if bos >= 0 else None, eos if eos >= 0 else None, config.threads)
+
+
+def _from_json(path: str, config: TokenizerConfig) -> TextTokenizer:
+    from tokenizers import Tokenizer
+
+    model = Tokenizer.from_file(path)
+    return TextTokenizer(config.describe(), model, "tokenizers",
+                         model.get_vocab_size(with_added_tokens=True),
+                         _special(model, config.bos_id, _BOS_NAMES),
+                         _special(model, config.eos_id, _EOS_NAMES), config.threads)
+
+
+def _special(model: Any, given: int | None, names: tuple[str, ...]) -> int | None:
+    if given is not None:
+        return given
+    for name in names:
+        found = model.token_to_id(name)
+        if found is not None:
+            return int(found)
+    return None

@@ -1,0 +1,40 @@
+"""Time the end-of-build documentation of a finished run: profile, plots, report, card.
+
+    python tests/bench/bench_report.py RUN_DIR [RUN_DIR ...]
+
+Rewrites the run's plots/, report.html and README.md (same bytes: they are deterministic).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from lemur_data.pipeline.plots import make_plots
+from lemur_data.pipeline.profile import profile_output
+from lemur_data.pipeline.report import write_run_docs
+from lemur_data.stages import storage
+
+
+def main(runs: list[str]) -> None:
+    print(f"{'run':<40} {'shards':>6} {'docs':>9} {'MB':>8} {'profile s':>9} {'MB/s':>7} "
+          f"{'plots s':>7} {'docs s':>7}")
+    for run in runs:
+        stats = storage.read_json(storage.join(run, "stats.json"))
+        paths = [storage.join(run, stats["output"]["dir"], n) for n in stats["output"]["shards"]]
+        start = time.perf_counter()
+        stats["profile"] = profile_output(paths)
+        profiled = time.perf_counter() - start
+        start = time.perf_counter()
+        make_plots(stats)
+        plotted = time.perf_counter() - start
+        start = time.perf_counter()
+        write_run_docs(run, stats)
+        written = time.perf_counter() - start
+        mb = stats["output"]["bytes"] / 1e6
+        print(f"{run[-40:]:<40} {len(paths):>6} {stats['output']['docs']:>9,} {mb:>8,.1f} "
+              f"{profiled:>9.2f} {mb / profiled:>7.0f} {plotted:>7.2f} {written:>7.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

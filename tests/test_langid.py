@@ -1,0 +1,238 @@
+"""Language ID on real data: translated man pages, shell scripts, C/C++ headers, a Ray build."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import stat
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lemur_data.filters.code_language import detect_code_language
+from lemur_data.filters.lid import FastTextLanguageID, default_model_path
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.documents import documents_table
+from lemur_data.stages.langid import LangId, LangIdParams
+from realdata import STDLIB, prose_paragraphs, write_jsonl
+from runs import removed_reasons, run_build
+
+MAN = Path("/usr/share/man")
+# man page folder -> lid.176 label (Debian: manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
+MAN_LANGUAGES = {"": "en", "de": "de", "fr": "fr", "es": "es", "ru": "ru", "ja": "ja",
+                 "zh_CN": "zh"}
+CTX = ShardContext("test", "/tmp", 0)
+
+_ESCAPE = re.compile(r"\\f(?:\[[^\]]*\]|\(..|.)|\\\(..|\\\[[^\]]*\]|\\[&|^~/,%:]|\\s[-+]?\d")
+
+
+def roff_paragraphs(page: Path, min_chars: int = 200) -> list[str]:
+    """Running text of a man page: macro lines end paragraphs, inline escapes go."""
+    try:
+        source = gzip.decompress(page.read_bytes()).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    paragraphs, current = [], []
+    for line in source.splitlines():
+        if line.startswith((".", "'")):
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        text = _ESCAPE.sub("", line).replace("\\-", "-").replace("\\e", "\\").strip()
+        if text:
+            current.append(text)
+    if current:
+        paragraphs.append(" ".join(current))
+    return [p for p in paragraphs if len(p) >= min_chars]
+
+
+_ENGLISH = re.compile(r"\b(?:the|and|of|to|is|with|that)\b")
+
+
+def is_prose(paragraph: str, translated: bool) -> bool:
+    """Running text, not a command example; in a translation, not left in English.
+
+    Translated pages keep some paragraphs untranslated: English is then the right answer,
+    so they are not counted as the translation's language.
+    """
+    letters = sum(ch.isalpha() for ch in paragraph) / len(paragraph)
+    return letters >= 0.6 and not (translated and len(_ENGLISH.findall(paragraph)) >= 3)
+
+
+def man_paragraphs(folder: str, limit: int = 60, per_page: int = 2) -> list[str]:
+    """Up to `limit` prose paragraphs from the section-1 pages of one language, sorted order."""
+    base = MAN / folder / "man1" if folder else MAN / "man1"
+    pages = sorted(base.glob("*.1.gz"))
+    assert pages, f"no man pages in {base}: install the Debian packages in .ci/apt-packages.txt"
+    found: list[str] = []
+    for page in pages:
+        found += [p for p in roff_paragraphs(page) if is_prose(p, bool(folder))][:per_page]
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+@pytest.fixture(scope="module")
+def lid() -> FastTextLanguageID:
+    model = FastTextLanguageID()
+    model.model  # noqa: B018 - load once for the module
+    return model
+
+
+def test_default_model_is_the_packaged_lid176() -> None:
+    path = Path(default_model_path())
+    assert path.name == "lid.176.ftz" and path.stat().st_size > 500_000
+
+
+@pytest.mark.parametrize("folder", sorted(MAN_LANGUAGES))
+def test_man_page_paragraphs_identified(lid: FastTextLanguageID, folder: str) -> None:
+    paragraphs = man_paragraphs(folder)
+    assert len(paragraphs) >= 30, f"only {len(paragraphs)} paragraphs in {folder or 'en'}"
+    langs, scores = lid.predict(paragraphs)
+    expected = MAN_LANGUAGES[folder]
+    right = sum(lang == expected for lang in langs) / len(langs)
+    # Real translated paragraphs still quote English option names and commands.
+    misses = [(lng, p[:80]) for lng, p in zip(langs, paragraphs, strict=True) if lng != expected]
+    assert right >= 0.95, (folder, right, misses[:5])
+    confident = [s for lang, s in zip(langs, scores, strict=True) if lang == expected]
+    assert sorted(confident)[len(confident) // 2] > 0.8
+
+
+def _text_docs() -> pa.Table:
+    rows = []
+    for folder, label in sorted(MAN_LANGUAGES.items()):
+        for j, para in enumerate(man_paragraphs(folder, limit=8)):
+            rows.append({"id": f"{label}-{j}", "text": para, "source": f"man-{label}",
+                         "kind": "text", "lang": None})
+    return documents_table(rows)
+
+
+def test_stage_keeps_listed_languages_and_records_scores() -> None:
+    docs = _text_docs()
+    stage = LangId(LangIdParams.model_validate(
+        {"text": {"keep": ["en"], "threshold": 0.65,
+                  "per_source": {"man-de": {"keep": ["de", "en"], "threshold": 0.5}}}}))
+    stage.setup()
+    result = stage.apply(docs, CTX)
+    table, reasons = result.table, result.reasons.to_pylist()
+    assert table.column("id").to_pylist() == docs.column("id").to_pylist()
+    sources, langs = table.column("source").to_pylist(), table.column("lang").to_pylist()
+    scores = table.column("lang_score").to_pylist()
+    assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
+    kept_by_source: dict[str, int] = {}
+    for source, reason in zip(sources, reasons, strict=True):
+        kept_by_source[source] = kept_by_source.get(source, 0) + (reason is None)
+    assert kept_by_source["man-de"] >= 7 and kept_by_source["man-en"] >= 6
+    for other in ("man-fr", "man-es", "man-ru", "man-ja", "man-zh"):
+        assert kept_by_source[other] <= 1, (other, kept_by_source)
+    dropped = [(lng, r) for lng, r in zip(langs, reasons, strict=True) if r is not None]
+    assert {r for _, r in dropped} <= {"language_not_kept", "low_language_score"}
+    assert any(lng == "ja" for lng, r in dropped if r == "language_not_kept")
+
+
+def test_threshold_is_applied_to_the_top_score() -> None:
+    docs = _text_docs()
+    strict = LangId(LangIdParams.model_validate({"text": {"keep": None, "threshold": 0.999}}))
+    result = strict.apply(docs, CTX)
+    scores = result.table.column("lang_score").to_pylist()
+    for score, reason in zip(scores, result.reasons.to_pylist(), strict=True):
+        assert (reason == "low_language_score") == (score < 0.999)
+
+
+def _shell_scripts(limit: int = 40) -> list[Path]:
+    found = []
+    for path in sorted(Path("/usr/bin").iterdir()):
+        if "." in path.name or not path.is_file() or not path.stat().st_mode & stat.S_IXUSR:
+            continue
+        head = path.open("rb").read(64)
+        if re.match(rb"#!\s*/(?:usr/)?bin/(?:env\s+)?(?:ba|da)?sh\b", head):
+            found.append(path)
+    return found[:limit]
+
+
+def test_extensionless_shell_scripts_identified_by_shebang() -> None:
+    scripts = _shell_scripts()
+    assert len(scripts) >= 20
+    for path in scripts:
+        head = path.read_bytes()[:4096]
+        assert detect_code_language(path.name, head) == "Shell", path
+        assert detect_code_language(path.name, b"") is None  # the name alone says nothing
+
+
+def test_python_entry_points_identified_by_shebang() -> None:
+    bindir = Path(pytest.__file__).parents[4] / "bin"
+    scripts = [p for p in sorted(bindir.iterdir()) if p.is_file() and "." not in p.name
+               and p.read_bytes()[:2] == b"#!" and b"python" in p.read_bytes()[:200]]
+    assert len(scripts) >= 3
+    assert all(detect_code_language(p.name, p.read_bytes()[:4096]) == "Python" for p in scripts)
+
+
+def test_headers_resolved_by_content() -> None:
+    # Kernel UAPI headers are C; libstdc++'s, gmpxx.h and ncurses' C++ wrappers are C++.
+    c_headers = sorted(Path("/usr/include/linux").glob("*.h"))[:80]
+    cpp_headers = sorted(Path("/usr/include/c++").glob("*/bits/stl_*.h"))[:30]
+    cpp_headers += [p for p in (Path("/usr/include") / n for n in
+                                ("gmpxx.h", "cursesapp.h", "cursesp.h", "etip.h")) if p.exists()]
+    assert len(c_headers) >= 40 and len(cpp_headers) >= 10
+    as_c = [detect_code_language(p.name, p.read_bytes()[:16384]) for p in c_headers]
+    assert as_c.count("C") / len(as_c) >= 0.97
+    as_cpp = [detect_code_language(p.name, p.read_bytes()[:16384]) for p in cpp_headers]
+    assert as_cpp.count("C++") / len(as_cpp) >= 0.9
+
+
+def test_code_table_covers_the_stacks_main_languages() -> None:
+    from lemur_data.filters.code_language import EXTENSIONS, FILENAMES, INTERPRETERS
+
+    known = set(EXTENSIONS.values()) | set(FILENAMES.values()) | set(INTERPRETERS.values())
+    main = {"Python", "JavaScript", "TypeScript", "Java", "C", "C++", "C#", "Go", "Rust", "PHP",
+            "Ruby", "Shell", "Kotlin", "Scala", "Swift", "Lua", "Perl", "R", "Julia", "Haskell",
+            "SQL", "HTML", "CSS", "Markdown", "JSON", "YAML", "Dockerfile", "Makefile",
+            "PowerShell", "Fortran", "Assembly", "Dart", "Elixir", "Erlang", "OCaml", "F#",
+            "Visual Basic", "CUDA", "TeX", "Jupyter Notebook"}
+    assert main <= known and len(known) >= 30
+
+
+def test_code_documents_trust_lang_detect_missing_and_drop_unknown() -> None:
+    py = (STDLIB / "json" / "decoder.py").read_text()
+    script = _shell_scripts(1)[0]
+    docs = documents_table([
+        {"id": "a", "text": py, "source": "s", "kind": "code", "lang": "Python", "path": "x.txt"},
+        {"id": "b", "text": py, "source": "s", "kind": "code", "lang": None,
+         "path": "json/decoder.py"},
+        {"id": "c", "text": script.read_text(errors="replace"), "source": "s", "kind": "code",
+         "lang": None, "path": script.name},
+        {"id": "d", "text": py, "source": "s", "kind": "code", "lang": None, "path": "notes.xyz"},
+        {"id": "e", "text": py, "source": "s", "kind": "code", "lang": "JavaScript",
+         "path": "a.js"},
+    ])
+    every = LangId(LangIdParams.model_validate({"code": {"keep": None}}))
+    result = every.apply(docs, CTX)
+    assert result.table.column("lang").to_pylist() == ["Python", "Python", "Shell", None,
+                                                      "JavaScript"]
+    assert result.reasons.to_pylist() == [None, None, None, "unknown_language", None]
+    only = LangId(LangIdParams.model_validate({"code": {"keep": ["python", "Shell"]}}))
+    assert only.apply(docs, CTX).reasons.to_pylist() == [
+        None, None, None, "unknown_language", "language_not_kept"]
+
+
+def test_build_on_ray_drops_other_languages(ray_session, tmp_path: Path) -> None:
+    records = [{"text": p} for p in prose_paragraphs()[:20]]
+    records += [{"text": p} for folder in ("de", "ja") for p in man_paragraphs(folder, 10)]
+    write_jsonl(tmp_path / "mixed.jsonl", records)
+    manifest = {
+        "name": "langid-test",
+        "sources": [{"name": "mixed", "kind": "text",
+                     "reader": {"type": "jsonl", "paths": [str(tmp_path / "mixed.jsonl")]}}],
+        "stages": [{"langid": {"text": {"keep": ["en"], "threshold": 0.5}}}],
+    }
+    run_dir = tmp_path / "run"
+    run_build(manifest, tmp_path, run_dir)
+    reasons = removed_reasons(run_dir)
+    assert reasons.count("langid:language_not_kept") >= 18
+    kept = pa.concat_tables([pq.read_table(p) for p in sorted(
+        (run_dir / "stages").glob("*langid*/*.parquet"))])
+    assert set(kept.column("lang").to_pylist()) == {"en"}
+    assert kept.num_rows >= 15 and min(kept.column("lang_score").to_pylist()) >= 0.5
