@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -111,7 +112,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     out.print(f"manifest {manifest.name} (fingerprint {manifest.fingerprint()}), "
               f"run dir {run_dir}", highlight=False)
     out.print("sources:")
-    units, total = {}, 0
+    units: dict[str, list] = {}
+    by_kind = {"code": 0, "text": 0}
     for source in manifest.sources:
         try:
             units[source.name] = plan_units(source.reader, source.info(),
@@ -119,14 +121,14 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
             units[source.name] = []
             hint = int(source.size_hint or 0)
-            total += hint
+            by_kind[source.kind] += hint
             out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
             continue
         docs = sum(u.docs_hint for u in units[source.name])
         size = sum(u.bytes_hint for u in units[source.name])
-        total += size
+        by_kind[source.kind] += size
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
@@ -140,8 +142,9 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   highlight=False)
     out.print(f"outputs: {len(plan.output_shards)} shards, stats {run_dir}/stats.json",
               highlight=False)
-    costs = estimate(manifest, total)
-    out.print(f"estimate for {total / 1e9:,.1f} GB of input (every stage charged for all of it):")
+    costs = estimate(manifest, by_kind)
+    out.print(f"estimate for {by_kind['code'] / 1e9:,.1f} GB of code and "
+              f"{by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for all of it):")
     out.print(f"  {'stage':<16} {'core-hours':>11} {'disk GB':>9} {'memory/worker':>14}")
     for cost in costs:
         out.print(f"  {cost.stage:<16} {cost.core_hours:>11,.1f} {cost.disk_bytes / 1e9:>9,.1f} "
@@ -169,7 +172,9 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     except (ReaderError, RunError, AccountingError, OSError) as error:
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
-    print_summary(result.stats, run_dir, result.seconds, Console())
+    # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
+    width = shutil.get_terminal_size((140, 24)).columns
+    print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
     return EXIT_OK
 
 

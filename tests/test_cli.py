@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -113,3 +114,21 @@ def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert not list(killed_dir.rglob(".tmp-*"))  # the killed writes' temp files are gone
     assert digest(killed_dir) == digest(tmp_path / "clean")
+
+
+def test_plan_estimates_the_full_recipe_offline() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["HF_HUB_OFFLINE"] = "1"
+    result = subprocess.run([*CLI, "plan", "--manifest", "manifests/lemur-90b.yaml",
+                             "--cores-per-node", "32"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "stack-python" in out and "size_hint 80.0 GB" in out
+    for stage in ("langid", "quality", "syntax", "minhash", "decontaminate", "tokenize", "mix"):
+        assert f"\n  {stage} " in out
+    total = next(line for line in out.splitlines() if line.strip().startswith("total"))
+    hours = float(total.split()[1].replace(",", ""))
+    nodes = int(total.split("TB of disk: ")[1].split()[0])
+    assert hours > 100
+    assert nodes in (math.ceil((hours - 1) / (32 * 24)), math.ceil((hours + 1) / (32 * 24)))
