@@ -98,9 +98,12 @@ class LocalCluster:
                 found.append(process)
         return found
 
-    def kill_node(self, temp_dir: str) -> int:
-        """SIGKILL every process of one node (raylet, its workers, agents)."""
-        victims = self.processes(temp_dir)
+    def kill_node(self, temp_dir: str, known: list[psutil.Process] | None = None) -> int:
+        """SIGKILL every process of one node (raylet, its workers, agents).
+
+        `known` (from `processes`, looked up beforehand) makes the kill immediate.
+        """
+        victims = list(known) if known is not None else self.processes(temp_dir)
         for process in list(victims):
             with contextlib.suppress(psutil.NoSuchProcess):
                 victims += process.children(recursive=True)

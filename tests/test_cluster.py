@@ -29,7 +29,9 @@ def cluster():
 
 def corpus(tmp_path: Path) -> dict:
     tree = tmp_path / "tree"
-    for package in ("email", "json", "http", "logging", "xml", "urllib", "asyncio"):
+    for package in ("email", "json", "http", "logging", "xml", "urllib", "asyncio",
+                    "concurrent", "importlib", "multiprocessing", "unittest", "sqlite3",
+                    "ctypes", "tomllib", "zoneinfo", "wsgiref", "html", "dbm"):
         shutil.copytree(STDLIB / package, tree / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(STDLIB / "json", tree / "vendor" / "json",
@@ -75,6 +77,7 @@ def test_worker_node_killed_mid_stage(ray_session, cluster: LocalCluster, tmp_pa
     manifest.write_text(yaml.safe_dump(raw))
     run_build(raw, tmp_path, tmp_path / "local")
     run_dir = tmp_path / "faulty"
+    node = cluster.processes(cluster.temp_dirs[1])
     process = subprocess.Popen(
         [*CLI, "build", "--manifest", str(manifest), "--run-dir", str(run_dir),
          "--ray-address", cluster.address, "--progress", "none"],
@@ -83,7 +86,7 @@ def test_worker_node_killed_mid_stage(ray_session, cluster: LocalCluster, tmp_pa
     deadline = time.time() + 300
     while time.time() < deadline and len(list(markers.glob("*.json"))) < 2:
         time.sleep(0.05)
-    killed = cluster.kill_node(cluster.temp_dirs[1])
+    killed = cluster.kill_node(cluster.temp_dirs[1], node)
     assert killed > 0
     assert not (run_dir / "stats.json").exists(), "the run finished before the node died"
     out, err = process.communicate(timeout=600)
