@@ -4,7 +4,9 @@
 
 Each trial starts `lemur-data build`, SIGKILLs it after a random delay within the
 clean run's duration, reruns the same command to resume, and checks that every
-output file is byte-identical to the clean run's. Prints one line per trial.
+output file is byte-identical to the clean run's. Every run uses the same run
+folder path (Megatron's data_args.txt and train.sh hold absolute paths into it).
+Prints one line per trial.
 """
 
 from __future__ import annotations
@@ -44,13 +46,14 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="kill-trials-"))
-    clean_seconds = build(args.manifest, work / "clean")
-    expected = digest(work / "clean")
+    run_dir = work / "run"
+    clean_seconds = build(args.manifest, run_dir)
+    expected = digest(run_dir)
+    shutil.rmtree(run_dir)
     print(f"clean run: {clean_seconds:.1f} s, {len(expected)} files")
     print(f"{'trial':>5} {'kill at s':>9} {'tasks done':>10} {'resume s':>8}  identical")
     failures = 0
     for trial in range(1, args.trials + 1):
-        run_dir = work / f"trial-{trial}"
         delay = rng.uniform(0.15, 0.9) * clean_seconds
         process = subprocess.Popen([*CLI, "--manifest", args.manifest, "--run-dir", str(run_dir)],
                                    cwd=REPO, stdout=subprocess.DEVNULL,
