@@ -32,6 +32,8 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 
+from lemur_data.filters import shingles_kernel
+
 Mode = Literal["code", "words", "whitespace"]
 MODES: tuple[Mode, ...] = ("code", "words", "whitespace")
 
@@ -69,6 +71,7 @@ def _token_byte_table(mode: Mode) -> np.ndarray:
 _TOKEN_BYTES = {mode: _token_byte_table(mode) for mode in MODES}
 _CLASS_TABLES = {mode: bytes(table.astype(np.uint8)) for mode, table in _TOKEN_BYTES.items()}
 _LOWER_TABLE = bytes(range(0x41)) + bytes(range(0x61, 0x7B)) + bytes(range(0x5B, 0x100))
+_MULTIPLIERS = np.array(_POSITION_MULTIPLIERS, dtype=np.uint64)
 _PATTERNS = {
     "code": re.compile(r"[0-9A-Za-z_\u0080-\U0010ffff]+"),
     "words": re.compile(r"[0-9A-Za-z_\u0080-\U0010ffff]+"),
@@ -162,14 +165,20 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
-def batch_shingle_hashes(texts: pa.Array | pa.ChunkedArray, mode: Mode,
-                         n: int) -> tuple[np.ndarray, np.ndarray]:
+def batch_shingle_hashes(texts: pa.Array | pa.ChunkedArray, mode: Mode, n: int,
+                         compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Shingle hashes of every document: (hashes uint32, offsets int64 of len(texts)+1).
 
     Document i's shingles are hashes[offsets[i]:offsets[i+1]], in text order
     with repeats, the same values `shingle_hash` gives for `shingles(text)`.
+    `compiled`: one numba pass over the bytes when numba is installed, else numpy.
     """
     data, offsets = _string_buffers(texts)
+    if compiled and shingles_kernel.AVAILABLE:
+        return shingles_kernel.shingle_hashes(
+            data, offsets, _TOKEN_BYTES[mode],
+            _LOWER_TABLE if mode == "words" else None,
+            _MULTIPLIERS, _LENGTH_KEY, n)
     table = _TOKEN_BYTES[mode]
     tok_parts, start_parts = [], []
     for lo, hi in _pieces(data, int(offsets[0]), int(offsets[-1]), table):

@@ -46,7 +46,18 @@ def is_done(task: Task, marker: str) -> bool:
 
 
 def _peak_rss_mb() -> float:
-    """This worker process's peak resident memory so far (its whole life, in MB)."""
+    """This worker process's peak resident memory so far (its whole life, in MB).
+
+    VmHWM where there is /proc: Linux carries ru_maxrss over fork and exec, so a worker
+    that raylet started would report at least the peak of the driver that started raylet.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -42,8 +42,8 @@ class MinHashParams(StageParams):
     """datasketch's permutation scheme: affine32 (its default since 2.0: fmix32, then
     a*x+b mod 2^32) or legacy ((a*x+b) mod (2^61-1), low 32 bits)."""
     backend: Literal["numpy", "datasketch"] = "numpy"
-    """Who computes signatures: our vectorized numpy, or datasketch's MinHash.update_batch
-    (same math, its SHA-1 shingle hash; about 10-40x slower)."""
+    """Who computes signatures: ours (numba kernels, plain numpy without numba), or
+    datasketch's MinHash.update_batch (same math, its SHA-1 shingle hash; ~19x slower)."""
     tokenizer: Literal["auto", "code", "words", "whitespace"] = "auto"
     """auto: `code` for code documents, `words` for text documents."""
     partitions: PositiveInt = 8

@@ -5,9 +5,9 @@ scheme)` draws them, and the values are computed exactly as its
 `update_batch` computes them, so for the same 32-bit shingle hashes the
 signatures are equal value for value (tests check this). What is faster:
 shingles are hashed once for a whole shard (filters.shingles, no Python loop
-per token) instead of SHA-1 per shingle in Python, and the (shingles x
-permutations) products run in cache-sized blocks, reduced per document with
-`np.minimum.reduceat`.
+per token) instead of SHA-1 per shingle in Python, and the permutations run in
+a compiled kernel (minhash_kernels: one fused multiply-add-min pass) or, without
+numba, in cache-sized numpy blocks reduced per document with `np.minimum.reduceat`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from lemur_data.filters.shingles import fmix64_array
+from lemur_data.stages import minhash_kernels
 
 MERSENNE_61 = np.uint64((1 << 61) - 1)
 MAX_HASH = np.uint32(0xFFFFFFFF)  # an empty signature value, as datasketch's
@@ -44,12 +45,18 @@ def fmix32(h: np.ndarray) -> np.ndarray:
 
 
 def signatures(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray,
-               scheme: str) -> np.ndarray:
-    """One signature row (uint32) per document; documents without shingles get MAX_HASH."""
+               scheme: str, compiled: bool = True) -> np.ndarray:
+    """One signature row (uint32) per document; documents without shingles get MAX_HASH.
+
+    `compiled`: the fused numba kernel when numba is installed (same values, ~10x
+    faster), else the numpy blocks below.
+    """
     docs = len(offsets) - 1
     sig = np.full((docs, len(a)), MAX_HASH, dtype=np.uint32)
     if hashes.size == 0:
         return sig
+    if compiled and minhash_kernels.AVAILABLE:
+        return minhash_kernels.signatures(hashes, offsets, a, b, scheme, sig)
     if scheme == "legacy":
         values = hashes.astype(np.uint64)
         permute = _legacy

@@ -135,17 +135,21 @@ def _true_pairs(docs: dict[str, str]) -> dict[tuple[str, str], float]:
 
 # ------------------------------------------------------------------ unit level, real files
 
-def test_vectorized_shingle_hashes_equal_the_reference() -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_vectorized_shingle_hashes_equal_the_reference(compiled: bool) -> None:
+    assert sh.shingles_kernel.AVAILABLE, "numba is a dependency: the compiled path must run"
     files = sorted(STDLIB.glob("*.py"))[:12]
     texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
     texts += ["", "   \n", "one", "a b c", "héllo wörld, ünïcode ÆØÅ names = 1",
               "Mixed CASE Words And\tTabs\r\nand more words here"]
-    column = pa.array(texts, pa.large_string())
+    column = pa.array(texts, pa.large_string()).slice(1)  # a slice: offsets not from 0
+    texts = texts[1:]
     for mode in sh.MODES:
-        hashes, offsets = sh.batch_shingle_hashes(column, mode, 5)
-        for i, text in enumerate(texts):
-            expected = [sh.shingle_hash(s) for s in sh.shingles(text, mode, 5)]
-            assert hashes[offsets[i]:offsets[i + 1]].tolist() == expected, (mode, i)
+        for n in (5, 2):
+            hashes, offsets = sh.batch_shingle_hashes(column, mode, n, compiled=compiled)
+            for i, text in enumerate(texts):
+                expected = [sh.shingle_hash(s) for s in sh.shingles(text, mode, n)]
+                assert hashes[offsets[i]:offsets[i + 1]].tolist() == expected, (mode, n, i)
     # a code token is an identifier: punctuation separates, case is kept
     assert sh.tokens("self.x_1 = foo(bar)", "code") == ["self", "x_1", "foo", "bar"]
     assert sh.tokens("Hello, World", "words") == ["hello", "world"]
@@ -154,19 +158,23 @@ def test_vectorized_shingle_hashes_equal_the_reference() -> None:
 def test_small_chunks_give_the_same_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [f.read_text(encoding="utf-8") for f in sorted((STDLIB / "json").glob("*.py"))]
     column = pa.array(texts, pa.large_string())
-    whole = sh.batch_shingle_hashes(column, "code", 5)
+    whole = sh.batch_shingle_hashes(column, "code", 5, compiled=False)
     monkeypatch.setattr(sh, "CHUNK_BYTES", 5000)  # many chunks, a document larger than one
-    chunked = sh.batch_shingle_hashes(column, "code", 5)
+    chunked = sh.batch_shingle_hashes(column, "code", 5, compiled=False)
     assert np.array_equal(whole[0], chunked[0]) and np.array_equal(whole[1], chunked[1])
+    compiled = sh.batch_shingle_hashes(column, "code", 5)
+    assert np.array_equal(whole[0], compiled[0]) and np.array_equal(whole[1], compiled[1])
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
 @pytest.mark.parametrize("scheme", ["affine32", "legacy"])
-def test_signatures_equal_datasketch_value_for_value(scheme: str) -> None:
+def test_signatures_equal_datasketch_value_for_value(scheme: str, compiled: bool) -> None:
+    assert sig.minhash_kernels.AVAILABLE, "numba is a dependency: the compiled path must run"
     files = sorted((STDLIB / "email").glob("*.py"))[:25]
     texts = [f.read_text(encoding="utf-8") for f in files] + ["", "x"]
     hashes, offsets = sh.batch_shingle_hashes(pa.array(texts, pa.large_string()), "code", 5)
     a, b = sig.permutations(256, 1234, scheme)
-    ours = sig.signatures(hashes, offsets, a, b, scheme)
+    ours = sig.signatures(hashes, offsets, a, b, scheme, compiled=compiled)
     for i in range(len(texts)):
         reference = DatasketchMinHash(num_perm=256, seed=1234, scheme=scheme, hashfunc=int)
         reference.update_batch(hashes[offsets[i]:offsets[i + 1]].tolist())
