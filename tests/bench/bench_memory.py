@@ -36,8 +36,9 @@ def make_corpus(root: Path, copies: int) -> int:
                 target = root / f"copy{copy}" / package / source.relative_to(STDLIB / package)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 text = source.read_text()
-                if copy:  # a real-looking edit so copies are near, not exact, duplicates
+                if copy:  # a real-looking edit so copies are not exact duplicates
                     text = f"# vendored copy {copy}\n" + text.replace("    ", "  " * (copy % 3 + 1))
+                    text = text.replace("self", f"this{copy}")
                 target.write_text(text)
                 size += len(text.encode())
     return size
@@ -57,22 +58,34 @@ def run(manifest: dict, folder: Path) -> tuple[float, dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--base", type=int, default=4,
+                        help="copies in the 1x corpus: enough to fill whole shards, so that "
+                             "growth shows the corpus, not half-empty shards")
     parser.add_argument("--manifest", default=str(REPO / "manifests" / "demo.yaml"))
+    parser.add_argument("--scale-partitions", action="store_true",
+                        help="grow the global stages' partitions with the input, as the README "
+                             "advises for large corpora")
     args = parser.parse_args()
     base = yaml.safe_load(Path(args.manifest).read_text())
     work = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     rows = []
-    for copies in (1, args.scale):
+    for copies in (args.base, args.base * args.scale):
         folder = work / f"x{copies}"
         size = make_corpus(folder / "corpus", copies)
         manifest = {**base, "name": f"memory-x{copies}",
                     "sources": [{"name": "stdlib", "kind": "code",
                                  "reader": {"type": "tree", "root": str(folder / "corpus"),
                                             "repo_depth": 1}}]}
+        if args.scale_partitions:
+            factor = copies // args.base
+            manifest["stages"] = [
+                {name: {**(params or {}), "partitions": 8 * factor}
+                 if name in ("exact_dedup", "minhash") else params
+                 for name, params in stage.items()} for stage in manifest["stages"]]
         manifest.pop("mixture", None)
         manifest.pop("train", None)
         seconds, peaks = run(manifest, folder)
-        rows.append((copies, size, seconds, peaks))
+        rows.append((copies // args.base, size, seconds, peaks))
         shutil.rmtree(folder)
     steps = list(rows[-1][3])
     print(f"{'input':>8} {'MB':>7} {'seconds':>8}  " + "  ".join(f"{s[:22]:>22}" for s in steps))
