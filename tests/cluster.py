@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def free_port_range(size: int = 40) -> int:
+    """First port of `size` free ports below the kernel's ephemeral range (32768+),
+    where `free_port` picks, so the two never collide."""
+    rng = random.Random(os.getpid())
+    for _ in range(200):
+        base = rng.randrange(20000, 32000 - size)
+        try:
+            for port in range(base, base + size):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free port range for Ray workers")
 
 
 def cluster_env() -> dict[str, str]:
@@ -49,7 +66,7 @@ class LocalCluster:
 
     def _start(self, head: bool) -> str:
         temp = tempfile.mkdtemp(prefix="lrc", dir="/tmp")  # short: unix socket paths
-        workers = free_port()
+        workers = free_port_range()
         args = ["ray", "start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
                 "--disable-usage-stats", "--temp-dir", temp,
                 "--node-manager-port", str(free_port()),
