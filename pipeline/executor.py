@@ -46,7 +46,7 @@ def is_done(task: Task, marker: str) -> bool:
 
 
 def _peak_rss_mb() -> float:
-    """This worker process's peak resident memory so far (its whole life, in MB).
+    """This worker process's peak resident memory since `_reset_peak_rss` (in MB).
 
     VmHWM where there is /proc: Linux carries ru_maxrss over fork and exec, so a worker
     that raylet started would report at least the peak of the driver that started raylet.
@@ -61,11 +61,22 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _reset_peak_rss() -> None:
+    """Restart the VmHWM count (Linux >= 4.0), so the peak read after a task is that
+    task's own, not the worker's lifetime peak over every task it ran before."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
 @ray.remote(max_retries=3)
 def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
     """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
     if is_done(task, marker):
         return storage.read_json(marker), _peak_rss_mb(), 0.0
+    _reset_peak_rss()
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
     summary = task.run()
     storage.write_json_atomic(marker, summary)
