@@ -43,7 +43,8 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
         entry: dict[str, Any] = {"name": name, "in": _zero(), "kept": _zero(),
                                  "removed": _zero(), "removed_by_reason": {},
                                  "by_source": {}, "by_lang": {}}
-        by_reason: dict[str, Counts] = defaultdict(_zero)
+        by_reason: dict[str, dict[str, Any]] = defaultdict(
+            lambda: {**_zero(), "by_source": defaultdict(_zero), "by_lang": defaultdict(_zero)})
         by_source: dict[str, dict[str, Counts]] = defaultdict(
             lambda: {"in": _zero(), "kept": _zero(), "removed": _zero()})
         by_lang: dict[str, dict[str, Counts]] = defaultdict(
@@ -57,8 +58,14 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
             _add(by_source[row["source"]][outcome], docs, size)
             _add(by_lang[row["lang"] or "unknown"][outcome], docs, size)
             if row["reason"] is not None:
-                _add(by_reason[row["reason"]], docs, size)
-        entry["removed_by_reason"] = dict(sorted(by_reason.items()))
+                reason = by_reason[row["reason"]]
+                _add(reason, docs, size)
+                _add(reason["by_source"][row["source"]], docs, size)
+                _add(reason["by_lang"][row["lang"] or "unknown"], docs, size)
+        entry["removed_by_reason"] = {
+            name: {**counts, "by_source": dict(sorted(counts["by_source"].items())),
+                   "by_lang": dict(sorted(counts["by_lang"].items()))}
+            for name, counts in sorted(by_reason.items())}
         entry["by_source"] = dict(sorted(by_source.items()))
         entry["by_lang"] = dict(sorted(by_lang.items()))
         by_flag = _by_flag([row for row in flagged if row["stage"] == name])

@@ -139,8 +139,11 @@ def test_nul_bytes_in_records_and_files_matched_twice(ray_session, tmp_path: Pat
     run_build(manifest, tmp_path, tmp_path / "run")
     stats = json.loads((tmp_path / "run" / "stats.json").read_text())
     assert stats["input"]["docs"] == 20  # read once, not twice
-    assert stats["stages"][0]["removed_by_reason"] == {"ingest:binary": {"docs": 1, "bytes": len(
-        records[4]["text"].encode())}}
+    size = len(records[4]["text"].encode())
+    (reason,) = stats["stages"][0]["removed_by_reason"].items()
+    assert reason[0] == "ingest:binary"
+    assert (reason[1]["docs"], reason[1]["bytes"]) == (1, size)
+    assert reason[1]["by_source"] == {"web": {"docs": 1, "bytes": size}}
 
 
 def test_a_file_that_vanishes_after_planning_is_quarantined(tmp_path: Path) -> None:
