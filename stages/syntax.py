@@ -28,20 +28,20 @@ from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, Sta
 # grammar parses every real file (Python, Java, Go, ...) any error rejects. HTML and
 # CSS grammars err on small valid constructs (`<?xml`, `! important`): up to 5% of the
 # bytes passes, balance catches the damage. C and C++ grammars err on a third of valid files
-# (macros), so the grammar does not reject there (share 1.0); balance does. Shell
-# (heredocs, `case`) errs on valid files as much as on damaged ones: loose bounds,
-# weak detection (README).
+# (macros), Shell's on valid heredocs and `case` forms as often as on damaged files, so
+# the grammar does not reject there (share 1.0); balance does (keywords, quotes and
+# heredocs too in Shell).
 DEFAULT_MAX_ERROR_SHARE: dict[str, float] = {
     "default": 0.0,
     "HTML": 0.05,
     "CSS": 0.05,
-    "Shell": 0.05,
+    "Shell": 1.0,
     "C": 1.0,
     "C++": 1.0,
 }
 DEFAULT_MAX_MISSING: dict[str, int] = {
     "default": 0,
-    "Shell": 3,
+    "Shell": 1_000_000,
     "C": 1_000_000,
     "C++": 1_000_000,
 }
@@ -65,7 +65,8 @@ class SyntaxParams(StageParams):
     max_unbalanced: dict[str, NonNegativeInt] = DEFAULT_MAX_UNBALANCED
     """Per language: most unmatched openers/closers kept (brackets outside strings and
     comments in C, C++, CSS; `#if`/`#endif` in C, C++; always-closed elements such as
-    `div`, `table`, `script` in HTML; other languages count none). Same merging."""
+    `div`, `table`, `script` in HTML; if/fi, case/esac, do/done, brackets, quotes and
+    heredocs in Shell; other languages count none). Same merging."""
     max_bytes: PositiveInt = 1_000_000
     """Larger files are dropped as `too_large_to_parse` (parse time and tree memory
     grow with size; The Stack's own filters drop files over 1 MB)."""
