@@ -172,6 +172,11 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     except (ReaderError, RunError, AccountingError, OSError) as error:
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
+    # Every task is done and its logs printed: stop Ray now rather than from its atexit
+    # hook, which first sleeps 0.5 s to let late worker logs through.
+    import ray
+
+    ray.shutdown()
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
     print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))

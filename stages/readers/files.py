@@ -83,10 +83,13 @@ class TreeReader:
     def _walk(self, root: str, top: str) -> Iterator[tuple[str, int]]:
         for folder, dirs, names in os.walk(top):
             dirs.sort()
+            # relpath once per folder, not per file: it normalizes both paths each call
+            base = os.path.relpath(folder, root).replace(os.sep, "/")
+            prefix = "" if base == "." else base + "/"
             for name in sorted(names):
                 full = os.path.join(folder, name)
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
-                if os.path.islink(full) or not self._selected(rel):
+                rel = prefix + name
+                if not self._selected(rel) or os.path.islink(full):  # lstat only the kept
                     continue
                 yield rel, os.path.getsize(full)
 
