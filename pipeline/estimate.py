@@ -50,9 +50,9 @@ class StageCost:
 
 def stage_names(manifest: Manifest) -> list[str]:
     names = ["ingest", *[spec.name for spec in manifest.stage_specs]]
-    if manifest.tokenizer or manifest.mixture or (manifest.output and manifest.output.megatron):
+    if manifest.tokenizes:
         names.append("tokenize")
-    if manifest.mixture or (manifest.output and manifest.output.megatron):
+    if manifest.packs:
         names.append("mix")
     return names
 

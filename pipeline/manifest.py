@@ -135,6 +135,16 @@ class Manifest(Strict):
             specs.append(StageSpec(name, STAGES[name].Params.model_validate(params or {})))
         return specs
 
+    @property
+    def packs(self) -> bool:
+        """The run ends by mixing and packing Megatron data (`<run>/megatron/`)."""
+        return self.mixture is not None or bool(self.output and self.output.megatron)
+
+    @property
+    def tokenizes(self) -> bool:
+        """The last document step tokenizes (asked for, or needed to pack)."""
+        return self.tokenizer is not None or self.packs
+
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (used to refuse mixing runs).
 
@@ -244,8 +254,7 @@ def _check_references(manifest: Manifest) -> list[str]:
                 if source not in names:
                     problems.append(f"stages[{i}].{stage_name}.sources: no source named "
                                     f"{source!r} (sources are {names})")
-    if manifest.train and not manifest.mixture and not (manifest.output and
-                                                        manifest.output.megatron):
+    if manifest.train and not manifest.packs:
         problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:
         for key in manifest.mixture.weights:

@@ -147,9 +147,7 @@ def largest(requests: list[Resources]) -> Resources:
 
 def _tokenize_stage(manifest: Manifest) -> Tokenize | None:
     """Tokenizing closes the last document step when the run tokenizes, mixes or packs."""
-    wanted = manifest.tokenizer or manifest.mixture or (manifest.output and
-                                                        manifest.output.megatron)
-    if not wanted:
+    if not manifest.tokenizes:
         return None
     config = TokenizerConfig.model_validate(
         (manifest.tokenizer or TokenizerConfig()).model_dump())
@@ -158,10 +156,9 @@ def _tokenize_stage(manifest: Manifest) -> Tokenize | None:
 
 def _mix_stage(manifest: Manifest, layout: RunLayout) -> MixAndPack | None:
     """Mixing and packing into `<run>/megatron/` ends a run that has a mixture or output."""
-    output = manifest.output.megatron if manifest.output else None
-    if manifest.mixture is None and output is None:
+    if not manifest.packs:
         return None
-    output = output or MegatronOutputSpec()
+    output = (manifest.output.megatron if manifest.output else None) or MegatronOutputSpec()
     mixture = manifest.mixture
     params = MixParams(weights=dict(mixture.weights) if mixture else None,
                        total_tokens=mixture.total_tokens if mixture else None,
