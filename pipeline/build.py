@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,10 @@ def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
 
 def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
           workers: int | None = None, progress: Mode = "auto",
-          console: Console | None = None) -> BuildResult:
+          console: Console | None = None,
+          after_tasks: Callable[[], None] | None = None) -> BuildResult:
+    """Run the manifest into `run_dir`. `after_tasks` is called once the last Ray task
+    has finished, before stats, profile and report (the CLI stops Ray then, meanwhile)."""
     console = console or Console(stderr=True)
     started = time.perf_counter()
     plan = plan_run(manifest, run_dir)
@@ -86,6 +90,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         timings[step.label] = round(time.perf_counter() - step_start, 3)
         memory[step.label] = step_usage.get("peak_worker_rss_mb", 0.0)
         cpu[step.label] = step_usage.get("cpu_seconds", 0.0)
+    if after_tasks is not None:
+        after_tasks()
     stages = stage_stats(rows, order)
     for stage in stages:
         stage.update(global_summaries.get(stage["name"], {}))

@@ -9,6 +9,7 @@ import argparse
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -164,23 +165,32 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     from lemur_data.pipeline.summary import print_summary
     from lemur_data.stages.readers.common import ReaderError
 
+    # Ray's shutdown waits ~1.3 s for its processes to exit; once the last task is done it
+    # runs in a thread while this one draws the report. Also sooner than Ray's atexit
+    # hook, which first sleeps 0.5 s to let late worker logs through.
+    stopping = threading.Thread(target=_stop_ray, name="ray-shutdown")
     try:
-        result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console)
+        result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
+                       after_tasks=stopping.start)
     except RunDirError as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
     except (ReaderError, RunError, AccountingError, OSError) as error:
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
-    # Every task is done and its logs printed: stop Ray now rather than from its atexit
-    # hook, which first sleeps 0.5 s to let late worker logs through.
-    import ray
-
-    ray.shutdown()
+    finally:
+        if stopping.is_alive():
+            stopping.join()
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
     print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
     return EXIT_OK
+
+
+def _stop_ray() -> None:
+    import ray
+
+    ray.shutdown()
 
 
 def _card(run_dir: str, console: Console) -> int:

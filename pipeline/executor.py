@@ -8,6 +8,8 @@ being deterministic, write the same bytes.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import logging
 import os
 import resource
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 import ray
 
 from lemur_data.stages import storage
@@ -36,6 +39,9 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
     if address:
         ray.init(address=address, **options)
     else:
+        # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
+        # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
+        os.environ.setdefault("RAY_enable_metrics_collection", "0")
         # A local instance needs no network beyond loopback.
         ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **options)
@@ -71,16 +77,62 @@ def _reset_peak_rss() -> None:
         pass
 
 
+def _status_mb(field: str) -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _log_task_memory(marker: str, start_mb: float, peak_mb: float) -> None:
+    """Per-task memory to $LEMUR_TASK_MEMORY_LOG when set (tests/bench/bench_memory.py)."""
+    path = os.environ.get("LEMUR_TASK_MEMORY_LOG")
+    if path:
+        with open(path, "a") as log_file:
+            log_file.write(f"{marker}\t{os.getpid()}\t{start_mb:.1f}\t{peak_mb:.1f}\n")
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, where the C library has one (not musl, not macOS)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (AttributeError, OSError):
+        return None
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def _release_memory() -> None:
+    """Give back to the OS what a finished task freed but the allocators kept (Python's
+    cycles, pyarrow's pool, glibc's arenas), so a worker's next task starts from its
+    baseline, not from the high-water mark of the tasks before it."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 @ray.remote(max_retries=3)
 def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
     """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
     if is_done(task, marker):
         return storage.read_json(marker), _peak_rss_mb(), 0.0
     _reset_peak_rss()
+    start_mb = _status_mb("VmRSS:")
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
-    summary = task.run()
-    storage.write_json_atomic(marker, summary)
-    return summary, _peak_rss_mb(), time.process_time() - cpu_start
+    try:
+        summary = task.run()
+        storage.write_json_atomic(marker, summary)
+        peak = _peak_rss_mb()
+        _log_task_memory(marker, start_mb, peak)
+        return summary, peak, time.process_time() - cpu_start
+    finally:
+        _release_memory()
 
 
 def ray_options(resources: Resources | None) -> dict[str, Any]:

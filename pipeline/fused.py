@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -113,30 +112,26 @@ def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
         raise RuntimeError(f"stage {stage} returned {len(reasons)} reasons for "
                            f"{docs.num_rows} documents")
     dropped = pc.is_valid(reasons)
-    frame = pl.DataFrame({
-        "source": docs.column("source").to_pylist(),
-        "kind": docs.column("kind").to_pylist(),
-        "lang": docs.column("lang").to_pylist(),
-        "bytes": pc.binary_length(docs.column("text")).to_pylist(),
-        "reason": [f"{stage}:{r}" if r is not None else None for r in reasons.to_pylist()],
-    }, schema={"source": pl.String, "kind": pl.String, "lang": pl.String, "bytes": pl.Int64,
-               "reason": pl.String})
-    frame = frame.with_columns([pl.Series(f"flag:{name}", [None if v is None else str(v).lower()
-                                                           for v in docs.column(name).to_pylist()],
-                                          dtype=pl.String) for name in flags])
+    reasons = reasons.cast(pa.string())
     keys = ["source", "kind", "lang", "reason", *[f"flag:{name}" for name in flags]]
-    grouped = (frame.group_by(keys)
-               .agg(pl.len().alias("docs"), pl.col("bytes").sum().alias("bytes"))
-               .sort(keys, nulls_last=True))
-    for row in grouped.iter_rows(named=True):
-        entry = {"stage": stage, **{k: v for k, v in row.items() if not k.startswith("flag:")}}
+    table = pa.table({
+        "source": docs.column("source"), "kind": docs.column("kind"),
+        "lang": docs.column("lang").cast(pa.string()),
+        "reason": pc.binary_join_element_wise(f"{stage}:", reasons, ""),  # null stays null
+        **{f"flag:{name}": docs.column(name).cast(pa.string()) for name in flags},
+        "bytes": pc.binary_length(docs.column("text"))})
+    grouped = table.group_by(keys, use_threads=False).aggregate(
+        [([], "count_all"), ("bytes", "sum")])
+    grouped = grouped.take(pc.sort_indices(grouped, [(k, "ascending", "at_end") for k in keys]))
+    for row in grouped.to_pylist():
+        entry = {"stage": stage, **{k: row[k] for k in keys if not k.startswith("flag:")},
+                 "docs": row["count_all"], "bytes": row["bytes_sum"] or 0}
         if flags:
-            entry["flags"] = {k[5:]: v for k, v in row.items() if k.startswith("flag:")}
+            entry["flags"] = {k[5:]: row[k] for k in keys if k.startswith("flag:")}
         counts.append(entry)
     if int(pc.sum(dropped).as_py() or 0):
         gone = docs.filter(dropped)
-        gone = gone.append_column("reason", pa.array(
-            [f"{stage}:{r}" for r in pc.filter(reasons, dropped).to_pylist()], pa.string()))
+        gone = gone.append_column("reason", pc.filter(table.column("reason"), dropped))
         detail = (pc.filter(_flat(details), dropped) if details is not None
                   else pa.nulls(gone.num_rows, pa.string()))
         removed.append(gone.append_column("detail", detail.cast(pa.string())))

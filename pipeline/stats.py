@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import polars as pl
-
 Counts = dict[str, int]
 
 
@@ -33,13 +31,8 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
     if not rows:
         return []
     flagged = [row for row in rows if row.get("flags")]
-    rows = [{k: v for k, v in row.items() if k != "flags"} for row in rows]
-    frame = pl.DataFrame(rows, schema={"stage": pl.String, "source": pl.String,
-                                       "kind": pl.String, "lang": pl.String,
-                                       "reason": pl.String, "docs": pl.Int64, "bytes": pl.Int64})
     stages = []
     for name in order:
-        part = frame.filter(pl.col("stage") == name)
         entry: dict[str, Any] = {"name": name, "in": _zero(), "kept": _zero(),
                                  "removed": _zero(), "removed_by_reason": {},
                                  "by_source": {}, "by_lang": {}}
@@ -49,7 +42,7 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
             lambda: {"in": _zero(), "kept": _zero(), "removed": _zero()})
         by_lang: dict[str, dict[str, Counts]] = defaultdict(
             lambda: {"kept": _zero(), "removed": _zero()})
-        for row in part.iter_rows(named=True):
+        for row in (row for row in rows if row["stage"] == name):
             outcome = "kept" if row["reason"] is None else "removed"
             docs, size = row["docs"], row["bytes"]
             _add(entry["in"], docs, size)

@@ -25,22 +25,17 @@ language entry. Reasons are rule names (`max_line_length`, `encoded_data`,
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from lemur_data.filters import code_rules
-from lemur_data.filters.text_rules import (
-    TEXT_FILTER_NAMES,
-    RegexWordTokenizer,
-    TextRule,
-    build_rule,
-    check_text,
-    word_metrics,
-)
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+
+if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
+    from lemur_data.filters.text_rules import TextRule
 
 
 class _Strict(BaseModel):
@@ -239,6 +234,8 @@ class TextQualityConfig(_Strict):
     spaCy English (needs `spacy`; about 20x slower)."""
 
     def rules(self) -> list[TextRule]:
+        from lemur_data.filters.text_rules import TEXT_FILTER_NAMES, RegexWordTokenizer, build_rule
+
         splitter: RegexWordTokenizer | str = ("en" if self.tokenizer == "spacy"
                                               else RegexWordTokenizer())
         chosen = _TEXT_PRESETS[self.preset]
@@ -352,6 +349,8 @@ class Quality(DocumentStage):
 
     def _text(self, docs: pa.Table, rows: list[int], reasons: list[str | None],
               columns: dict[str, list[Any]]) -> dict[int, str]:
+        from lemur_data.filters.text_rules import check_text, word_metrics
+
         rules = self._text_rules
         texts = docs.column("text").take(pa.array(rows, pa.int64())).to_pylist()
         sources = docs.column("source").take(pa.array(rows, pa.int64())).to_pylist()
