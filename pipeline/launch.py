@@ -24,9 +24,11 @@ from lemur_data.stages.megatron_launch import (
     Distributed,
     LaunchPlan,
     RunPaths,
-    expected_tokenizer_kind,
     render,
     resolve_distributed,
+)
+from lemur_data.stages.megatron_tokenizer import (
+    expected_tokenizer_kind,
     stage_tokenizer,
     tokenizer_files,
 )

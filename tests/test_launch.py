@@ -28,14 +28,13 @@ from lemur_data.stages.megatron_checks import (
     read_data_args,
 )
 from lemur_data.stages.megatron_launch import (
-    TokenizerFiles,
     TrainConfig,
     first_slurm_host,
     render,
     resolve_distributed,
-    stage_tokenizer,
     train_iters,
 )
+from lemur_data.stages.megatron_tokenizer import TokenizerFiles, stage_tokenizer
 from lemur_data.stages.tokenizers import TokenizerConfig
 from realdata import STDLIB
 from runs import run_build
