@@ -25,7 +25,9 @@ from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, Sta
 # Calibrated on real files (tests/calibration/, table in the README). Two signals: the
 # grammar's error share and MISSING tokens, and what the file leaves unclosed
 # (`unbalanced`: brackets, `#if`/`#endif`, always-closed HTML elements). Where the
-# grammar parses every real file (Python, Java, Go, ...) any error rejects. HTML and
+# grammar parses every real file (Python, Java, Go, ...; TypeScript, TSX and C# once
+# syntax_mask has blanked what their grammars cannot read) any error rejects; PHP's
+# balance adds what its grammar reads as text (a file that lost its `<?php` line). HTML and
 # CSS grammars err on small valid constructs (`<?xml`, `! important`): up to 5% of the
 # bytes passes, balance catches the damage. C and C++ grammars err on a third of valid files
 # (macros), Shell's on valid heredocs and `case` forms as often as on damaged files, so
@@ -64,7 +66,8 @@ class SyntaxParams(StageParams):
     """Per language: most MISSING nodes (invented tokens) kept. Same merging."""
     max_unbalanced: dict[str, NonNegativeInt] = DEFAULT_MAX_UNBALANCED
     """Per language: most unmatched openers/closers kept (brackets outside strings and
-    comments in C, C++, CSS; `#if`/`#endif` in C, C++; always-closed elements such as
+    comments in C, C++, CSS, PHP (and braces of its inline HTML); `#if`/`#endif` in C,
+    C++, C#; always-closed elements such as
     `div`, `table`, `script` in HTML; if/fi, case/esac, do/done, brackets, quotes and
     heredocs in Shell; other languages count none). Same merging."""
     max_bytes: PositiveInt = 1_000_000

@@ -1,12 +1,14 @@
 """Syntax stage throughput against raw `Parser.parse` on the same bytes.
 
-    python tests/bench/bench_syntax.py [--repeat 3]
+    python tests/bench/bench_syntax.py [--repeat 5] [--languages PHP TSX ...]
 
 Documents: the calibration files of every language (tests/calibration/files).
 "raw" is tree-sitter alone: one reused parser per language, bytes already
 encoded. "stage" is `Syntax.apply` on an Arrow table of the same documents:
 text out of Arrow, encode, preprocessor mask (C/C++), parse with a timeout
-callback, error walk, columns and reasons. Target: stage / raw <= 1.25.
+callback, error walk, columns and reasons. Target: stage / raw <= 1.25. Times are
+CPU seconds of the benchmark's thread, the fastest of `--repeat` runs (the machine
+is shared).
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from lemur_data.stages.syntax import Syntax, SyntaxParams  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--languages", nargs="*", default=corpus.LANGUAGES)
     args = parser.parse_args()
     rows = []
-    for language in corpus.LANGUAGES:
+    for language in args.languages:
         for entry in corpus.listed(language):
             if corpus.exists(entry):
                 text = corpus.read(entry).decode("utf-8", "replace")
@@ -41,37 +44,39 @@ def main() -> None:
                              "lang": language, "path": entry})
     table = documents_table(rows)
     data = [(row["lang"], row["text"].encode()) for row in rows]
-    parsers = {language: syntax_check.Checker(language).parser for language in corpus.LANGUAGES}
+    parsers = {language: syntax_check.Checker(language).parser for language in args.languages}
     stage = Syntax(SyntaxParams())
     stage.setup()
     ctx = ShardContext(shard_id="bench", run_dir="", seed=0)
 
-    raw_by: dict[str, float] = defaultdict(float)
-    stage_by: dict[str, float] = defaultdict(float)
+    # CPU time of this thread, fastest of the repeats, per language: on a shared
+    # machine wall time mostly measures the other runs; they still disturb caches,
+    # and the minimum is the least disturbed measure of each.
+    raw_by: dict[str, float] = defaultdict(lambda: float("inf"))
+    stage_by: dict[str, float] = defaultdict(lambda: float("inf"))
     size_by: dict[str, int] = defaultdict(int)
     for language, blob in data:
         size_by[language] += len(blob)
     for _ in range(args.repeat):
-        for language in corpus.LANGUAGES:
+        for language in args.languages:
             part = [blob for lang, blob in data if lang == language]
-            start = time.perf_counter()
+            start = time.thread_time()
             for blob in part:
                 parsers[language].parse(blob)
-            raw_by[language] += time.perf_counter() - start
+            raw_by[language] = min(raw_by[language], time.thread_time() - start)
             subset = table.filter(pc.equal(table.column("lang"), language))
-            start = time.perf_counter()
+            start = time.thread_time()
             stage.apply(subset, ctx)
-            stage_by[language] += time.perf_counter() - start
+            stage_by[language] = min(stage_by[language], time.thread_time() - start)
     print(f"{'language':12s} {'MB':>7s} {'raw MB/s':>9s} {'stage MB/s':>11s} {'ratio':>6s}")
-    for language in corpus.LANGUAGES:
-        mb = size_by[language] * args.repeat / 1e6
+    for language in args.languages:
+        mb = size_by[language] / 1e6
         raw, staged = raw_by[language], stage_by[language]
-        print(f"{language:12s} {size_by[language] / 1e6:7.2f} {mb / raw:9.2f} "
-              f"{mb / staged:11.2f} {staged / raw:6.2f}")
-    mb = sum(size_by.values()) * args.repeat / 1e6
+        print(f"{language:12s} {mb:7.2f} {mb / raw:9.2f} {mb / staged:11.2f} {staged / raw:6.2f}")
+    mb = sum(size_by.values()) / 1e6
     raw, staged = sum(raw_by.values()), sum(stage_by.values())
-    print(f"{'all':12s} {sum(size_by.values()) / 1e6:7.2f} {mb / raw:9.2f} {mb / staged:11.2f} "
-          f"{staged / raw:6.2f}   (target <= 1.25)")
+    print(f"{'all':12s} {mb:7.2f} {mb / raw:9.2f} {mb / staged:11.2f} "
+          f"{staged / raw:6.2f}   (target <= 1.25; fastest of {args.repeat} repeats)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,174 @@
+"""What a grammar cannot see through, blanked before parsing (same length, same offsets).
+
+Some valid files make a tree-sitter grammar err where the language is fine:
+- C and C++ are parsed as written, not as preprocessed: `extern "C" {` opened in
+  one `#ifdef` and closed in another, lone macros that expand to `extern "C" {`;
+- C# `#if` lines inside an argument list (`f(a\\n#if X\\n, b\\n#endif\\n)`);
+- TypeScript and TSX: variance annotations (`interface A<in out T>`, TS 4.7) and
+  import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
+  `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
+Each mask rewrites only such spans, with blanks or an identifier of the same length,
+so an error share or an offset still refers to the original file, and the rest of
+the file keeps meeting the strict grammar. The TypeScript masks are applied only to
+files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again).
+"""
+
+from __future__ import annotations
+
+import re
+
+# The lines the mask acts on: conditional directives and lone upper-case macro lines.
+# Each pattern starts with a literal (`#`, a newline), which the regex engine skips to
+# at C speed; `^` in multiline mode would be tried at every byte.
+_DIRECTIVE = re.compile(rb"\#[ \t]*(?P<word>if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)"
+                        rb"\b(?P<rest>[^\n]*)")
+_LONE_MACRO = re.compile(rb"\n[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?=\n|\Z)")
+_FIRST_LONE_MACRO = re.compile(rb"[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?=\n|\Z)")
+# `#if 0` (C) and `#if false` (C#): the branch the compiler never reads.
+_NEVER = frozenset((b"0", b"false"))
+_BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
+PREPROCESSED = frozenset({"C", "C++"})
+
+
+def _blank(line: bytes) -> bytes:
+    return b" " * len(line)
+
+
+def mask_preprocessor(data: bytes) -> bytes:
+    """`data` with what tree-sitter cannot see through blanked (`mask_conditionals`)."""
+    return mask_conditionals(data)[0]
+
+
+def _continued(data: bytes, line_start: int) -> bool:
+    """Does the line before `line_start` end with `\\` (so this line continues it)?"""
+    before = data[max(0, line_start - 3):line_start - 1]
+    return line_start > 0 and (before.endswith(b"\\") or before == b"\\\r")
+
+
+def _line_end(data: bytes, pos: int) -> int:
+    """End of the line holding `pos`, after the lines a trailing `\\` continues it on."""
+    while True:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            return len(data)
+        if not data[pos:end].rstrip(b"\r").endswith(b"\\"):
+            return end
+        pos = end + 1
+
+
+def _lines_to_mask(data: bytes, lone_macros: bool) -> list[tuple[int, bytes, bytes]]:
+    """(line start, directive word, rest of the line) of each conditional directive,
+    and (line start, b"", b"") of each lone macro line, in file order."""
+    found = []
+    for directive in _DIRECTIVE.finditer(data):
+        at = directive.start()
+        line_start = data.rfind(b"\n", 0, at) + 1
+        if not data[line_start:at].strip(b" \t"):  # `#` opens the line
+            found.append((line_start, directive.group("word"), directive.group("rest")))
+    if lone_macros:
+        first = _FIRST_LONE_MACRO.match(data)
+        found += [(0, b"", b"")] if first else []
+        found += [(macro.start() + 1, b"", b"") for macro in _LONE_MACRO.finditer(data)]
+        found.sort(key=lambda line: line[0])
+    return found
+
+
+def mask_conditionals(data: bytes, lone_macros: bool = True) -> tuple[bytes, int]:
+    """`data` with conditional compilation resolved to one branch, same length.
+
+    tree-sitter parses C as written, not as preprocessed, so it errs on valid
+    headers: `extern "C" {` opened in one #ifdef and closed in another, a
+    declaration whose storage class differs per #if branch, lone macros that
+    expand to `extern "C" {` (`__BEGIN_DECLS`). We keep the first branch of each
+    conditional (the `#else` branch of `#if 0`), blank the other branches, the
+    conditional directives and (`lone_macros`, C and C++ only: C# has no macros)
+    lone upper-case macro lines. Blanking with spaces keeps every byte offset (and
+    newline), so shares still refer to the original file. A line continued by `\\`
+    belongs to the line it continues.
+
+    Also returns the conditionals left unclosed plus the `#endif`s closing nothing:
+    real files close every `#if` (an include guard at least), a cut one does not.
+    """
+    out = bytearray(data)
+    stray_ends = 0
+    # One entry per open conditional: is the branch being read the one we keep?
+    keeping: list[bool] = []
+    taken: list[bool] = []  # has this conditional already had a kept branch?
+    done = 0  # where the text not yet blanked or kept starts
+    for start, word, rest in _lines_to_mask(data, lone_macros):
+        if start < done or _continued(data, start):
+            continue
+        end = _line_end(data, start)
+        if not all(keeping):  # a branch left out, up to this line
+            out[done:start] = data[done:start].translate(_BLANKS)
+        if not word:  # a lone macro line
+            pass
+        elif word in (b"if", b"ifdef", b"ifndef"):
+            keep = not (word == b"if" and rest.strip() in _NEVER)
+            keeping.append(keep)
+            taken.append(keep)
+        elif keeping and word == b"endif":
+            keeping.pop()
+            taken.pop()
+        elif not keeping:
+            stray_ends += word == b"endif"
+        else:  # elif / else: kept only if no earlier branch was
+            keeping[-1] = not taken[-1]
+            taken[-1] = True
+        out[start:end] = data[start:end].translate(_BLANKS)
+        done = end
+    if not all(keeping):
+        out[done:] = data[done:].translate(_BLANKS)
+    return bytes(out), len(keeping) + stray_ends
+
+
+# TypeScript: `in`, `out` or `in out` before a type parameter's name, after `<` or `,`
+# (the name is followed by `extends`, `=`, `,` or `>`). A lone `in` between two
+# expressions never sits right after `<` or `,` with such a tail.
+_VARIANCE = re.compile(rb"([<,][ \t\r\n]*)(in[ \t\r\n]+out|in|out)"
+                       rb"(?=[ \t\r\n]+[A-Za-z_$][\w$]*[ \t\r\n]*(?:extends\b|[,=>]))")
+# `import("x")` (a type or a dynamic import): where it is valid, an identifier is too.
+# The pattern starts with its literal (no `\b`) so the engine skips to candidates; the
+# byte before is checked in `_identifier`.
+_IMPORT_CALL = re.compile(rb"""import[ \t]*\([ \t]*(?:"[^"\\\n]*"|'[^'\\\n]*')[ \t]*\)""")
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+# Languages whose masks only matter where the grammar errs: the checker parses the
+# file as is and parses the masked bytes only if that has errors (and the mask
+# changed something), so clean files pay nothing.
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX"})
+
+
+def _variance_blanked(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + _blank(match.group(2))
+
+
+def _identifier(match: re.Match[bytes]) -> bytes:
+    start = match.start()
+    if start and match.string[start - 1] in _WORD_BYTES:  # `reimport(...)`, `$import(`
+        return match.group()
+    return b"_" * (match.end() - start)
+
+
+def mask_typescript(data: bytes) -> bytes:
+    """`data` with variance annotations blanked and `import("x")` made an identifier."""
+    data = _VARIANCE.sub(_variance_blanked, data)
+    if b"import" in data:
+        data = _IMPORT_CALL.sub(_identifier, data)
+    return data
+
+
+def mask(language: str, data: bytes) -> tuple[bytes, int]:
+    """The bytes to parse for a file in `language` (same length as `data`), and the
+    conditionals it leaves unclosed (C, C++, C#; 0 elsewhere)."""
+    if language in PREPROCESSED:
+        return mask_conditionals(data)
+    if language == "C#":
+        return mask_conditionals(data, lone_macros=False)
+    if language == "TypeScript" or language == "TSX":
+        return mask_typescript(data), 0
+    return data, 0
+
+
+def prepare(language: str, data: bytes) -> bytes:
+    """The bytes to parse for a file in `language` (same length as `data`)."""
+    return mask(language, data)[0]
