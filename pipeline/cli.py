@@ -23,7 +23,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lemur-data",
         description="Curate a code-intensive pretraining corpus (The Stack + web text) into "
-                    "Megatron-LM shards, on Ray. See README.md for the manifest reference.")
+                    "Megatron-LM shards, on Ray. See README.md for the manifest reference.",
+        epilog="Exit codes: 0 success; 2 usage or manifest error (also a run folder of "
+               "another manifest, a folder that is not a finished run, a launch refused by "
+               "a failed check); 1 a run, push or training that failed.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_manifest(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -31,26 +34,33 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--manifest", "-m", required=True, help="path to the manifest YAML")
         return sub
 
-    build = with_manifest("build", "Run the manifest: ingest, filter, dedup, write shards. "
+    build = with_manifest("build", "Run the manifest: ingest, filter, dedup, tokenize and "
+                                   "pack Megatron shards, then write stats, report and card. "
                                    "Rerunning the same command resumes a killed run.")
     build.add_argument("--run-dir", help="output folder, local or fsspec URL "
                                          "(default: runs/<manifest name>)")
-    build.add_argument("--ray-address", help="join this Ray cluster ('auto' for the local "
-                                             "one; default: RAY_ADDRESS, else start Ray here)")
-    build.add_argument("--workers", type=int, help="most tasks at once (default: all CPUs)")
+    build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
+                                             "`ray start` runs on this node; default: "
+                                             "RAY_ADDRESS, else start a local Ray here)")
+    build.add_argument("--workers", type=int,
+                       help="most tasks at once (default: all CPUs of the Ray cluster)")
     build.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
-                       help="bars on a terminal, periodic log lines for cluster jobs")
+                       help="bar: progress bars; log: periodic log lines (cluster jobs); none: "
+                            "quiet; auto (default): bars on a terminal, else log lines")
     with_manifest("validate", "Check a manifest and print it resolved; runs nothing.")
     plan = with_manifest("plan", "List the sources, shards, steps and outputs of a build "
-                                 "without running it.")
+                                 "without running it, and estimate core-hours, disk and "
+                                 "memory per stage.")
     plan.add_argument("--run-dir", help="as for build")
     plan.add_argument("--cores-per-node", type=int, default=64,
-                      help="cores of one cluster node, for the nodes-per-day estimate")
+                      help="cores of one cluster node, for the nodes-per-day estimate "
+                           "(default: 64)")
     launch = with_manifest("launch", "Render, check and run the Megatron-LM training of a "
                                      "built run (writes <run-dir>/launch/train.sh).")
     launch.add_argument("--run-dir", help="as for build")
     launch.add_argument("--dry-run", action="store_true",
-                        help="print the command and the check results; run nothing")
+                        help="write and print train.sh and the check results; run nothing "
+                             "(exit 0 even if a check fails)")
     launch.add_argument("--nnodes", type=int, help="nodes (default: NNODES, SLURM_NNODES, "
                                                    "else train.nnodes)")
     launch.add_argument("--node-rank", type=int, help="this node's rank (default: NODE_RANK, "
@@ -58,11 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
     launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
-    card = commands.add_parser("card", help="Write the dataset card (README.md), report.html "
-                               "and plots/ of a finished run from its stats.json.")
+    card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
+                 "run from its stats.json.")
+    card = commands.add_parser("card", help=card_help, description=card_help)
     card.add_argument("--run-dir", required=True, help="the run folder of a finished build")
-    push = commands.add_parser("push", help="Upload a finished run to a Hugging Face Hub "
-                               "dataset repo (token: HF_TOKEN or `hf auth login`).")
+    push_help = ("Upload a finished run to a Hugging Face Hub dataset repo (token: HF_TOKEN "
+                 "or `hf auth login`).")
+    push = commands.add_parser("push", help=push_help, description=push_help)
     push.add_argument("--run-dir", required=True, help="the run folder of a finished build")
     push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
     push.add_argument("--private", action="store_true", help="create the repo private")

@@ -231,7 +231,8 @@ class TextQualityConfig(_Strict):
     """As gopher_repetition."""
     tokenizer: Literal["regex", "spacy"] = "regex"
     """Word splitter handed to datatrove: our spaCy-compatible regex (fast), or datatrove's
-    spaCy English (needs `spacy`; about 20x slower)."""
+    spaCy English (needs `spacy`; the text rules run about 5x slower with it,
+    tests/bench/bench_filters.py)."""
 
     def rules(self) -> list[TextRule]:
         from lemur_data.filters.text_rules import TEXT_FILTER_NAMES, RegexWordTokenizer, build_rule
