@@ -55,12 +55,30 @@ class FusedShardTask:
             built = _built(stage)
             result = _apply_in_scope(built, docs, self.ctx)
             docs = _account(built.name, result.table, result.reasons, result.details,
-                            removed, counts, built.count_columns)
+                            removed, counts, built.count_columns, built.total_columns)
         storage.write_parquet_atomic(self.out_path, docs)
-        gone = (pa.concat_tables(removed, promote_options="default") if removed
-                else docs.schema.append(pa.field("reason", pa.string())).empty_table())
-        storage.write_parquet_atomic(self.removed_path, gone)
+        storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
         return {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+
+
+def _removed_table(removed: list[pa.Table], kept: pa.Schema) -> pa.Table:
+    """The step's removed documents in one schema for every shard of the step: the kept
+    documents' columns, then `reason` and `detail`. A document removed before a later
+    stage added its columns gets nulls there, so a removed/ folder reads as one dataset."""
+    fields = [*kept, pa.field("reason", pa.string()), pa.field("detail", pa.string())]
+    names = {f.name for f in fields}
+    # Columns only removed documents have (no stage drops columns today): kept, by name.
+    extra: dict[str, pa.Field] = {}
+    for table in removed:
+        for f in table.schema:
+            if f.name not in names:
+                extra.setdefault(f.name, f)
+    fields += [extra[name] for name in sorted(extra)]
+    schema = pa.schema(fields)
+    tables = [pa.table([t.column(f.name).cast(f.type) if f.name in t.column_names
+                        else pa.nulls(t.num_rows, f.type) for f in schema], schema=schema)
+              for t in removed]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def _built(stage: DocumentStage) -> DocumentStage:
@@ -101,11 +119,13 @@ def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> 
 
 def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
              details: pa.Array | pa.ChunkedArray | None, removed: list[pa.Table],
-             counts: list[dict[str, Any]], flags: tuple[str, ...] = ()) -> pa.Table:
+             counts: list[dict[str, Any]], flags: tuple[str, ...] = (),
+             totals: tuple[str, ...] = ()) -> pa.Table:
     """Split kept from removed and count both; returns the kept documents.
 
     `flags` are columns the stage added (e.g. syntax_checked) that counts are also
-    grouped by, so stats can say how many documents a stage could not check.
+    grouped by, so stats can say how many documents a stage could not check; `totals`
+    are columns summed per group (e.g. pii_emails: how many were redacted).
     """
     reasons = _flat(reasons)
     if len(reasons) != docs.num_rows:
@@ -119,15 +139,18 @@ def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
         "lang": docs.column("lang").cast(pa.string()),
         "reason": pc.binary_join_element_wise(f"{stage}:", reasons, ""),  # null stays null
         **{f"flag:{name}": docs.column(name).cast(pa.string()) for name in flags},
+        **{f"total:{name}": docs.column(name).cast(pa.int64()) for name in totals},
         "bytes": pc.binary_length(docs.column("text"))})
     grouped = table.group_by(keys, use_threads=False).aggregate(
-        [([], "count_all"), ("bytes", "sum")])
+        [([], "count_all"), ("bytes", "sum"), *[(f"total:{n}", "sum") for n in totals]])
     grouped = grouped.take(pc.sort_indices(grouped, [(k, "ascending", "at_end") for k in keys]))
     for row in grouped.to_pylist():
         entry = {"stage": stage, **{k: row[k] for k in keys if not k.startswith("flag:")},
                  "docs": row["count_all"], "bytes": row["bytes_sum"] or 0}
         if flags:
             entry["flags"] = {k[5:]: row[k] for k in keys if k.startswith("flag:")}
+        if totals:
+            entry["totals"] = {n: row[f"total:{n}_sum"] or 0 for n in totals}
         counts.append(entry)
     if int(pc.sum(dropped).as_py() or 0):
         gone = docs.filter(dropped)

@@ -64,6 +64,13 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
         by_flag = _by_flag([row for row in flagged if row["stage"] == name])
         if by_flag:
             entry["by_flag"] = by_flag
+        totals: Counts = {}
+        for row in rows:
+            if row["stage"] == name:
+                for column, value in (row.get("totals") or {}).items():
+                    totals[column] = totals.get(column, 0) + value
+        if totals:  # e.g. pii: {pii_emails: 332, ...}, shown by the report and the card
+            entry["totals"] = dict(sorted(totals.items()))
         stages.append(entry)
     return stages
 

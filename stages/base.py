@@ -80,6 +80,8 @@ class DocumentStage(ABC):
     Params: ClassVar[type[StageParams]] = StageParams
     count_columns: ClassVar[tuple[str, ...]] = ()
     """Added columns that stats also count by (e.g. syntax_checked: checked or not)."""
+    total_columns: ClassVar[tuple[str, ...]] = ()
+    """Added integer columns stats sums under the stage's `totals` (e.g. pii_emails)."""
 
     def __init__(self, params: StageParams) -> None:
         self.params = params

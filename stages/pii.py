@@ -38,6 +38,7 @@ class PiiParams(StageParams):
 
 
 class Pii(DocumentStage):
+    total_columns = tuple(COLUMNS.values())
     name = "pii"
     Params = PiiParams
 

@@ -119,3 +119,34 @@ def test_stage_resources_reach_ray_and_impossible_ones_are_refused(
     raw["stages"] = [{"exact_dedup": {"resources": {"cpus": 64}}}]
     with pytest.raises(RunError, match=r"asks for 64 CPUs .*stages\[\]\.resources"):
         run_build(raw, tmp_path, tmp_path / "too-big")
+
+
+def test_removed_shards_of_a_step_share_one_schema(ray_session, tree_with_duplicates: Path,
+                                                   tmp_path: Path) -> None:
+    """removed/<step>/ reads as one dataset: documents removed by ingest (before syntax
+    added its columns) and shards with nothing removed have the step's full schema."""
+    import pyarrow.dataset as ds
+
+    manifest = code_manifest(tree_with_duplicates)
+    manifest["stages"] = [{"syntax": {}}, *manifest["stages"]]
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    stats = json.loads((run / "stats.json").read_text())
+    first = sorted((run / "removed").iterdir())[0]
+    assert "syntax" in first.name
+    for step in sorted((run / "removed").iterdir()):
+        shards = sorted(step.glob("*.parquet"))
+        schemas = {pq.read_schema(path) for path in shards}
+        assert len(schemas) == 1, step.name
+        names = next(iter(schemas)).names
+        assert names[-2:] == ["reason", "detail"]
+        kept = pq.read_schema(next((run / "stages" / step.name).glob("*.parquet"))).names
+        assert names[:-2] == kept
+        table = ds.dataset(step).to_table()
+        assert table.num_rows == sum(pq.read_metadata(p).num_rows for p in shards)
+    ingest_removed = stats["stages"][0]["removed"]["docs"]
+    assert ingest_removed > 0  # empty files: removed before syntax added its columns
+    first_table = ds.dataset(first).to_table()
+    from_ingest = first_table.filter(ds.field("reason").cast("string") == "ingest:empty")
+    assert from_ingest.num_rows > 0
+    assert from_ingest.column("syntax_checked").null_count == from_ingest.num_rows

@@ -172,3 +172,37 @@ def test_stage_rewrites_text_and_counts_per_kind() -> None:
     assert table.schema.field("text").type == pa.large_string()
     off = Pii(PiiParams(keys=False)).apply(docs, ShardContext("0", "", 0)).table
     assert secrets["GITHUB_TOKEN"][0] in off.column("text")[0].as_py()
+
+
+def test_build_reports_redaction_totals(ray_session, tmp_path: Path) -> None:
+    """stats.json sums the per-document counts, and the card shows them."""
+    from runs import run_build
+
+    rng = random.Random(5)
+    root = tmp_path / "tree"
+    planted = 0
+    for n, host in enumerate(HOSTS):
+        target = root / "repo" / host
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = (STDLIB / host).read_text()
+        if n % 2 == 0:  # half the files carry a settings block with 8 keys
+            text = _insert(text, _config_block(_secrets(rng), False), 0)
+            planted += 1
+        target.write_text(text)
+    manifest = {"name": "pii-totals", "shard": {"max_docs": 3},
+                "sources": [{"name": "tree", "kind": "code",
+                             "reader": {"type": "tree", "root": str(root)}}],
+                "stages": [{"pii": {}}]}
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    stats = json.loads((run / "stats.json").read_text())
+    pii = next(s for s in stats["stages"] if s["name"] == "pii")
+    import pyarrow.parquet as pq
+
+    out = pq.read_table(run / stats["output"]["dir"])
+    for column in ("pii_emails", "pii_ip_addresses", "pii_keys", "pii_private_keys"):
+        assert pii["totals"][column] == sum(out.column(column).to_pylist())
+    assert pii["totals"]["pii_keys"] >= 8 * planted
+    assert pii["totals"]["pii_private_keys"] >= planted
+    card = (run / "README.md").read_text()
+    assert f"totals.pii_keys | {pii['totals']['pii_keys']}" in card
