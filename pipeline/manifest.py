@@ -266,7 +266,15 @@ def _check_references(manifest: Manifest) -> list[str]:
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
-_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save"}
+# Keys whose string values are paths, wherever they sit (`model`: langid's fastText file;
+# no other manifest key is named `model`). hf_dataset's `path` is a Hub id or a builder
+# name unless `from_disk` is set, so it is expanded only then (see _is_saved_dataset).
+_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save",
+              "model"}
+
+
+def _is_saved_dataset(node: dict[str, Any]) -> bool:
+    return node.get("type") == "hf_dataset" and node.get("from_disk") is True
 
 
 def placeholders(base_dir: Path) -> dict[str, str]:
@@ -300,8 +308,11 @@ def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> d
 
     def walk(node: Any, where: str, key: str | None) -> Any:
         if isinstance(node, dict):
-            return {k: walk(v, f"{where}.{k}" if where else str(k), str(k))
-                    for k, v in node.items()}
+            expanded = {k: walk(v, f"{where}.{k}" if where else str(k), str(k))
+                        for k, v in node.items()}
+            if _is_saved_dataset(node) and isinstance(node.get("path"), str):
+                expanded["path"] = expand(node["path"], f"{where}.path" if where else "path")
+            return expanded
         if isinstance(node, list):
             return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(node)]
         if isinstance(node, str) and key in _PATH_KEYS:

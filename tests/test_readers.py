@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.stages.readers.common import ReaderError
 from realdata import PURELIB, STDLIB, prose_paragraphs, stack_parquet, stdlib_files, write_jsonl
 
 
@@ -47,6 +54,92 @@ def test_parquet_with_stack_columns_and_row_range_units(tmp_path: Path) -> None:
     assert again.column("id").to_pylist() == ids  # ids do not depend on shard size
 
 
+def _stdlib_sources(limit: int = 800) -> list[Path]:
+    return sorted(p for p in STDLIB.rglob("*.py")
+                  if not {"site-packages", "test", "tests"} & set(p.parts))[:limit]
+
+
+_PEAK_CHILD = """
+import hashlib, json, sys
+from pathlib import Path
+import pyarrow as pa
+from lemur_data.pipeline.manifest import parse_manifest
+from lemur_data.stages.ingest import plan_units, read_unit
+source, base, index, max_docs = json.loads(sys.argv[1])
+spec = parse_manifest({"name": "t", "sources": [source]}, "m", Path(base)).sources[0]
+unit = plan_units(spec.reader, spec.info(), max_docs, 2**40)[index]
+texts = read_unit(spec.reader, spec.info(), unit).column("text").to_pylist()
+print(json.dumps([pa.default_memory_pool().max_memory(),
+                  hashlib.sha256(json.dumps(texts).encode()).hexdigest()]))
+"""
+
+
+def _read_peak(source: dict, tmp_path: Path, index: int, max_docs: int) -> tuple[int, str]:
+    """Peak pyarrow memory of a fresh process reading one unit, and its texts' digest."""
+    args = json.dumps([source, str(tmp_path), index, max_docs])
+    out = subprocess.run([sys.executable, "-c", _PEAK_CHILD, args], check=True,
+                         capture_output=True, text=True).stdout
+    peak, digest = json.loads(out.splitlines()[-1])
+    return peak, digest
+
+
+def _digest(texts: list[str]) -> str:
+    return hashlib.sha256(json.dumps(texts).encode()).hexdigest()
+
+
+def test_parquet_unit_inside_a_large_row_group_streams_batch_rows(tmp_path: Path) -> None:
+    files = _stdlib_sources()
+    original = stack_parquet(tmp_path / "big.parquet", files)
+    # One row group for the whole file, as Hub parquet often has more rows per group than a
+    # shard; small pages, since a page is the least a reader can decode.
+    pq.write_table(original, tmp_path / "big.parquet", row_group_size=len(files),
+                   data_page_size=64 * 1024, write_batch_size=16)
+    group_bytes = original.column("content").nbytes
+    source = {"name": "stack", "kind": "code",
+              "reader": {"type": "parquet", "paths": ["big.parquet"], "batch_rows": 8},
+              "columns": {"text": "content", "path": "max_stars_repo_path"}}
+    middle = len(files) // 40 // 2
+    expected = _digest(original.column("content").to_pylist()[middle * 40:(middle + 1) * 40])
+    peak, digest = _read_peak(source, tmp_path, middle, max_docs=40)
+    assert digest == expected
+    # Reading whole row groups (the old reader) held more than the group's text; now a
+    # 40-row unit holds its rows, one batch, a page and the 1 MiB stream buffer.
+    assert peak < group_bytes / 2, (peak, group_bytes)
+    source["reader"]["batch_rows"] = len(files)
+    whole_batch_peak, digest = _read_peak(source, tmp_path, middle, max_docs=40)
+    assert digest == expected  # batch size changes memory, never the documents
+    assert whole_batch_peak > group_bytes > 2 * peak  # batch_rows is what bounds it
+    _, everything = units_and_tables(source, tmp_path, max_docs=40)
+    assert everything.column("text").to_pylist() == original.column("content").to_pylist()
+
+
+def test_parquet_corrupt_page_quarantines_only_the_units_reading_it(tmp_path: Path) -> None:
+    files = _stdlib_sources(300)
+    path = tmp_path / "stack.parquet"
+    table = stack_parquet(path, files)
+    pq.write_table(table, path, row_group_size=len(files), data_page_size=16 * 1024,
+                   write_batch_size=16)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)  # content
+    first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    raw = bytearray(path.read_bytes())
+    at = first + int(chunk.total_compressed_size * 0.9)
+    raw[at:at + 4096] = bytes(range(256)) * 16  # garbage over pages near the chunk's end
+    path.write_bytes(bytes(raw))
+    source = {"name": "stack", "kind": "code", "lang": "Python",
+              "reader": {"type": "parquet", "paths": ["stack.parquet"], "batch_rows": 16},
+              "columns": {"text": "content"}}
+    _, read = units_and_tables(source, tmp_path, max_docs=50)
+    # Units ending before the damaged pages read in full (whole-group reads lost them all);
+    # the ones reaching them stand as one quarantine record each.
+    damaged = pc.fill_null(pc.equal(read.column("reason"), "unreadable_file"), False)
+    good, bad = read.filter(pc.invert(damaged)), read.filter(damaged)
+    assert good.num_rows >= 150 and good.num_rows % 50 == 0
+    assert good.column("text").to_pylist() == table.column("content").to_pylist()[:good.num_rows]
+    assert bad.num_rows == (len(files) - good.num_rows) // 50
+    assert bad.column("detail")[0].as_py().startswith(f"rows {good.num_rows}+: ")
+    assert "snappy" in bad.column("detail")[0].as_py().lower()
+
+
 @pytest.mark.parametrize("compress", [None, "gz", "zst"])
 def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> None:
     paragraphs = prose_paragraphs()[:50]
@@ -72,6 +165,24 @@ def test_hf_datasets_reader_on_local_files(tmp_path: Path) -> None:
     units, table = units_and_tables(source, tmp_path)
     assert len(units) == 2
     assert sorted(table.column("text").to_pylist()) == sorted(paragraphs)
+
+
+def test_hf_dataset_streaming_false_loads_the_dataset(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    paragraphs = prose_paragraphs()[:30]
+    write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in paragraphs[:15]])
+    write_jsonl(tmp_path / "b.jsonl", [{"text": t} for t in paragraphs[15:]])
+    reader = {"type": "hf_dataset", "path": "json", "data_files": ["a.jsonl", "b.jsonl"],
+              "split": "train[:20]", "streaming": False}
+    units, table = units_and_tables({"name": "web", "kind": "text", "reader": reader}, tmp_path)
+    # Split slicing works on a loaded dataset only; its rows come from the local cache.
+    assert table.column("text").to_pylist() == paragraphs[:20]
+    assert len(units) == 1 and any((tmp_path / "cache").rglob("*.arrow"))
+    reader["streaming"] = True
+    with pytest.raises(ReaderError, match=r"train\[:20\]"):
+        units_and_tables({"name": "web", "kind": "text", "reader": reader}, tmp_path)
 
 
 def test_tree_languages_repos_and_licenses(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""Any dataset `datasets.load_dataset` can open: Hub datasets (streaming), local
-json/parquet/csv files through its builders, or a dataset saved with
-`save_to_disk`. Units are the dataset's own shards, so planning reads no rows.
+"""Any dataset `datasets.load_dataset` can open: Hub datasets (streaming by default),
+local json/parquet/csv files through its builders, or a dataset saved with
+`save_to_disk`. Streaming units are the dataset's own shards, so planning reads no
+rows; a downloaded (non-streaming) or saved dataset is cut into shards of 10,000 rows.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class HFDatasetParams(ReaderParams):
     data_dir: str | None = None
     revision: str | None = None
     streaming: bool = True
+    """Stream the rows (no local copy). false: `load_dataset` downloads and converts the
+    dataset to the local `datasets` cache first (on every node that reads it), which allows
+    split slicing such as `train[:10%]`; ignored with `from_disk`."""
     from_disk: bool = False
     """Open `path` with `datasets.load_from_disk` (a dataset saved by save_to_disk)."""
 
@@ -50,14 +54,17 @@ class HFDatasetReader:
             if p.from_disk:
                 loaded = datasets.load_from_disk(p.path)
                 dataset = loaded[p.split] if isinstance(loaded, datasets.DatasetDict) else loaded
-                return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))
-            dataset = datasets.load_dataset(p.path, p.name, split=p.split, data_files=p.data_files,
-                                            data_dir=p.data_dir, revision=p.revision,
-                                            streaming=True)
+            else:
+                dataset = datasets.load_dataset(p.path, p.name, split=p.split,
+                                                data_files=p.data_files, data_dir=p.data_dir,
+                                                revision=p.revision, streaming=p.streaming)
+                if p.streaming:
+                    return dataset
         except Exception as error:  # noqa: BLE001 - network, missing files, bad builder
             raise ReaderError(f"source {self.source.name!r}: cannot open dataset "
                               f"{p.path!r} split {p.split!r}: {error}") from error
-        return dataset
+        # A map-style dataset sits in local arrow files: shards of 10k rows read lazily.
+        return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         shards = self._load().num_shards

@@ -1,7 +1,11 @@
 """Parquet input (The Stack, RefinedWeb, any local or hf:// / s3:// glob).
 
 Planning reads only the footers: files are cut into units of whole row ranges,
-so a shard never depends on how many workers read it.
+so a shard never depends on how many workers read it. Hub parquet often holds
+more rows per row group than a shard, so a unit streams its row range in record
+batches of `batch_rows` and stops at its last row instead of decoding whole row
+groups: memory stays near one batch and one data page per column (plus the
+unit's own rows) whatever the row-group size.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
+from pydantic import PositiveInt
 
 from lemur_data.stages.readers.common import (
     READ_SCHEMA,
@@ -29,7 +34,10 @@ class ParquetParams(ReaderParams):
     type: Literal["parquet"]
     paths: list[str]
     """Files or glob patterns, local or fsspec URLs (hf://datasets/..., s3://...)."""
-    batch_rows: int = 4096
+    batch_rows: PositiveInt = 4096
+    """Rows decoded at a time while reading a unit: bounds the reader's memory when row
+    groups are larger than a shard (rows before the unit's range are decoded in batches
+    of this size and dropped)."""
 
 
 class ParquetReader:
@@ -81,15 +89,26 @@ class ParquetReader:
         handle = _open(path)
         wanted = self._input_columns(handle.schema_arrow, path)
         meta = handle.metadata
-        groups, first_row, offset = [], None, 0
+        groups, first_row, offset = [], 0, 0
         for i in range(meta.num_row_groups):
             n = meta.row_group(i).num_rows
             if offset + n > start and offset < start + count:
+                first_row = offset if not groups else first_row
                 groups.append(i)
-                first_row = offset if first_row is None else first_row
             offset += n
-        table = handle.read_row_groups(groups, columns=wanted)
-        return table.slice(start - (first_row or 0), count)
+        end, position = start + count, first_row
+        batches: list[pa.RecordBatch] = []
+        for batch in handle.iter_batches(batch_size=self.params.batch_rows, row_groups=groups,
+                                         columns=wanted, use_threads=False):
+            low, high = max(start, position), min(end, position + batch.num_rows)
+            if high > low:
+                batches.append(batch.slice(low - position, high - low))
+            position += batch.num_rows
+            if position >= end:  # the rest of the row group belongs to later units
+                break
+        if not batches:
+            return handle.schema_arrow.empty_table().select(wanted)
+        return pa.Table.from_batches(batches)
 
     def _input_columns(self, schema: pa.Schema, path: str) -> list[str]:
         mapping = {"text": "text", **self.source.columns}
@@ -129,9 +148,14 @@ class ParquetReader:
                                     schema=READ_SCHEMA)
 
 
+# Column chunks are streamed through a buffer of this size (not pre-buffered whole, the
+# pyarrow default), so reading a few batches of a huge row group reads only their pages.
+_STREAM_BUFFER = 1 << 20
+
+
 def _open(path: str) -> pq.ParquetFile:
     fs, bare = url_to_fs(path)
-    return pq.ParquetFile(fs.open(bare, "rb"))
+    return pq.ParquetFile(fs.open(bare, "rb"), pre_buffer=False, buffer_size=_STREAM_BUFFER)
 
 
 def _mapped(table: pa.Table, column: str | None, target_type: pa.DataType, n: int) -> pa.Array:

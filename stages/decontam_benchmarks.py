@@ -1,5 +1,8 @@
 """Benchmark items to decontaminate against, from a local file, a package or the Hub.
 
+The decontaminate stage's input side (it reads files and the Hub, so it lives in
+stages/, not filters/); the matching itself is filters/decontam_match.py.
+
 Each benchmark turns its rows into `ItemPart`s: code prompts and solutions are
 matched as whitespace-free substrings, questions and answers as word n-grams.
 Rows are read in whichever schema the source uses (the Hub's or the original
