@@ -24,7 +24,8 @@ from lemur_data.stages.base import (
     Task,
 )
 from lemur_data.stages.ingest import plan_units
-from lemur_data.stages.mix import MixAndPack, MixParams
+from lemur_data.stages.mix import MixAndPack
+from lemur_data.stages.mix_params import MixParams
 from lemur_data.stages.readers.common import InputUnit
 from lemur_data.stages.registry import STAGES
 from lemur_data.stages.tokenize import Tokenize, TokenizeParams
