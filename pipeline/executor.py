@@ -8,22 +8,23 @@ being deterministic, write the same bytes.
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import logging
 import os
-import resource
 import time
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
 import ray
 
+from lemur_data.pipeline import worker_memory as memory
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Resources, Task
 
 log = logging.getLogger("lemur_data")
+
+
+# Ray options every task gets (set by `connect`).
+_TASK_OPTIONS: dict[str, Any] = {}
 
 
 class RunError(Exception):
@@ -36,9 +37,17 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         return
     address = address or os.environ.get("RAY_ADDRESS")
     options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+    unset = {k: v for k, v in memory.WORKER_ENV.items() if k not in os.environ}
     if address:
         ray.init(address=address, **options)
+        # A cluster's workers were started by `ray start`, not from this environment:
+        # each task asks for the variables (Ray starts workers that have them).
+        if unset:
+            _TASK_OPTIONS["runtime_env"] = {"env_vars": unset}
     else:
+        # Workers of a local instance inherit this environment; a task runtime_env would
+        # make Ray start new workers instead of the ones it started with the instance.
+        os.environ.update(unset)
         # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
         # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
         os.environ.setdefault("RAY_enable_metrics_collection", "0")
@@ -51,88 +60,23 @@ def is_done(task: Task, marker: str) -> bool:
     return storage.exists(marker) and all(storage.exists(path) for path in task.outputs)
 
 
-def _peak_rss_mb() -> float:
-    """This worker process's peak resident memory since `_reset_peak_rss` (in MB).
-
-    VmHWM where there is /proc: Linux carries ru_maxrss over fork and exec, so a worker
-    that raylet started would report at least the peak of the driver that started raylet.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _reset_peak_rss() -> None:
-    """Restart the VmHWM count (Linux >= 4.0), so the peak read after a task is that
-    task's own, not the worker's lifetime peak over every task it ran before."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        pass
-
-
-def _status_mb(field: str) -> float:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _log_task_memory(marker: str, start_mb: float, peak_mb: float) -> None:
-    """Per-task memory to $LEMUR_TASK_MEMORY_LOG when set (tests/bench/bench_memory.py)."""
-    path = os.environ.get("LEMUR_TASK_MEMORY_LOG")
-    if path:
-        with open(path, "a") as log_file:
-            log_file.write(f"{marker}\t{os.getpid()}\t{start_mb:.1f}\t{peak_mb:.1f}\n")
-
-
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, where the C library has one (not musl, not macOS)."""
-    try:
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
-    except (AttributeError, OSError):
-        return None
-
-
-_MALLOC_TRIM = _load_malloc_trim()
-
-
-def _release_memory() -> None:
-    """Give back to the OS what a finished task freed but the allocators kept (Python's
-    cycles, pyarrow's pool, glibc's arenas), so a worker's next task starts from its
-    baseline, not from the high-water mark of the tasks before it."""
-    gc.collect()
-    pa.default_memory_pool().release_unused()
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
 @ray.remote(max_retries=3)
 def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
     """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
     if is_done(task, marker):
-        return storage.read_json(marker), _peak_rss_mb(), 0.0
-    _reset_peak_rss()
-    start_mb = _status_mb("VmRSS:")
+        return storage.read_json(marker), memory.peak_rss_mb(), 0.0
+    memory.prepare_worker()
+    memory.reset_peak_rss()
+    start_mb = memory.status_mb("VmRSS:")
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
     try:
         summary = task.run()
         storage.write_json_atomic(marker, summary)
-        peak = _peak_rss_mb()
-        _log_task_memory(marker, start_mb, peak)
+        peak = memory.peak_rss_mb()
+        memory.log_task_memory(marker, start_mb, peak)
         return summary, peak, time.process_time() - cpu_start
     finally:
-        _release_memory()
+        memory.release_memory()
 
 
 def ray_options(resources: Resources | None) -> dict[str, Any]:
@@ -188,7 +132,7 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         while queue and len(in_flight) < limit:
             task = queue.pop()
             marker = storage.join(markers_dir, f"{task.key}.json")
-            ref = _run_task.options(name=f"{phase.name}:{task.key}",
+            ref = _run_task.options(name=f"{phase.name}:{task.key}", **_TASK_OPTIONS,
                                     **ray_options(phase.resources)).remote(task, marker)
             in_flight[ref] = task
         done, _ = ray.wait(list(in_flight), num_returns=1)

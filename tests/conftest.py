@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def ray_session():
     """A real local Ray with 2 CPUs, shared by every test that runs stages on Ray."""
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
-                 _node_ip_address="127.0.0.1")
+    from lemur_data.pipeline.executor import connect
+
+    os.environ.pop("RAY_ADDRESS", None)
+    connect(workers=2)  # as `lemur-data build` starts it: same worker environment
     yield ray
     # left running until the interpreter exits: later tests reuse it
 

@@ -1,0 +1,107 @@
+"""A worker's memory: per-task peaks, and giving back what a finished task freed.
+
+A worker runs many tasks, and a task's peak counts from what the worker holds when
+the task starts; so after each task the worker returns freed memory to the OS, and
+its allocators are set up (at process start) to be able to.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import resource
+
+import pyarrow as pa
+
+# Environment of every worker process, read once at its start:
+# - pyarrow's default mimalloc keeps the pages that Arrow's I/O and compute threads
+#   freed (measured: +20-40 MB per MinHash verify task, never returned by
+#   release_unused); the system allocator returns them through malloc_trim;
+# - glibc makes up to 8 arenas per core, one for each allocating thread, each with
+#   its own free pages (measured: +13 MB per tokenize task); two are enough.
+WORKER_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}
+
+
+def peak_rss_mb() -> float:
+    """This worker process's peak resident memory since `reset_peak_rss` (in MB).
+
+    VmHWM where there is /proc: Linux carries ru_maxrss over fork and exec, so a worker
+    that raylet started would report at least the peak of the driver that started raylet.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak_rss() -> None:
+    """Restart the VmHWM count (Linux >= 4.0), so the peak read after a task is that
+    task's own, not the worker's lifetime peak over every task it ran before."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def status_mb(field: str) -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def log_task_memory(marker: str, start_mb: float, peak_mb: float) -> None:
+    """Per-task memory to $LEMUR_TASK_MEMORY_LOG when set (tests/bench/bench_memory.py)."""
+    path = os.environ.get("LEMUR_TASK_MEMORY_LOG")
+    if path:
+        with open(path, "a") as log_file:
+            log_file.write(f"{marker}\t{os.getpid()}\t{start_mb:.1f}\t{peak_mb:.1f}\n")
+
+
+def _load_libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
+
+
+_LIBC = _load_libc()
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
+_worker_ready = False
+
+
+def prepare_worker() -> None:
+    """Once per worker process: big buffers from mmap, so freeing one returns it.
+
+    glibc raises its mmap threshold (up to 32 MB) each time a mapped block is freed,
+    after which large buffers come from the arenas and stay resident; a fixed
+    threshold turns that off. A worker runs many tasks, and each task's peak counts
+    from what the worker holds when it starts.
+    """
+    global _worker_ready
+    if _worker_ready:
+        return
+    _worker_ready = True
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        mallopt(_M_MMAP_THRESHOLD, 1 << 17)
+
+
+def release_memory() -> None:
+    """Return to the OS what a finished task freed but the allocators kept (Python's
+    cycles, pyarrow's pool, glibc's arenas: malloc_trim where libc has it)."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)

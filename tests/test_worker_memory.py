@@ -1,0 +1,154 @@
+"""Memory that stays flat as the input grows: workers give back what a task freed, and
+MinHash verification holds a bounded share of the shingle sets however often they were
+shipped (tests/bench/bench_memory.py measures the whole run at 1x and 10x)."""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import ray.cloudpickle
+
+from lemur_data.filters import shingles as sh
+from lemur_data.pipeline import executor
+from lemur_data.stages import storage
+from lemur_data.stages.base import Phase, Task
+from lemur_data.stages.minhash_buckets import write_pairs
+from lemur_data.stages.minhash_shard import SHINGLE_SCHEMA
+from lemur_data.stages.minhash_signatures import doc_partition
+from lemur_data.stages.minhash_verify import CheckPairs, ShipSets, jaccard_sorted
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+# The probe below runs in Ray workers, which cannot import this test module.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _churn(folder: str) -> dict[str, Any]:
+    """Allocate and free ~250 MB through Arrow's I/O threads and numpy, three times (the
+    first also loads codecs and starts thread pools); report memory around the last."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lemur_data.pipeline import worker_memory
+
+    rounds = []
+    for round_ in range(3):
+        before = worker_memory.status_mb("VmRSS:")
+        path = f"{folder}/churn-{round_}.parquet"
+        pq.write_table(pa.table({"x": np.arange(8_000_000), "y": np.arange(8_000_000) * 3}),
+                       path, row_group_size=200_000)
+        back = pq.read_table(path)  # decoded by Arrow's thread pools
+        total = int(back.column("y").to_numpy().sum())
+        peak = worker_memory.status_mb("VmRSS:")
+        del back
+        worker_memory.release_memory()
+        rounds.append((before, peak, worker_memory.status_mb("VmRSS:")))
+    return {"pool": pa.default_memory_pool().backend_name,
+            "arena_max": os.environ.get("MALLOC_ARENA_MAX"), "total": total, "rounds": rounds}
+
+
+def test_workers_use_allocators_that_return_freed_memory(ray_session, tmp_path: Path) -> None:
+    (summary,) = executor.run_phase(
+        Phase("probe", [Task("churn", lambda: _churn(str(tmp_path)))]), str(tmp_path / "m"), 1)
+    assert summary["total"] == 3 * 8_000_000 * (8_000_000 - 1) // 2
+    assert summary["pool"] == "system"
+    assert summary["arena_max"] == "2"
+    (_, _, first), *later = summary["rounds"]
+    for before, peak, after in later:
+        assert peak - before > 100, summary  # the churn really allocated
+        assert after - first < 15, summary  # and the worker gave it back
+
+
+def _sets(docs: list[str]) -> list[np.ndarray]:
+    hashes, offsets = sh.batch_shingle_hashes(pa.array(docs), "code", 5)
+    return [np.unique(hashes[lo:hi]) for lo, hi in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+def test_verification_streams_senders_and_matches_true_jaccard(tmp_path: Path) -> None:
+    """Six edited copies of real files: each document has partners in every partition, so
+    every set is shipped to every partition; the edges must still be exactly the pairs at
+    or above the threshold, by true Jaccard, in (a, b) order."""
+    partitions, threshold = 3, 0.6
+    files = sorted((STDLIB / "json").glob("*.py")) + sorted((STDLIB / "email").glob("*.py"))[:6]
+    docs, keys = [], []
+    for copy in range(6):
+        for i, path in enumerate(files):
+            lines = path.read_text().splitlines()
+            kept = [line for n, line in enumerate(lines) if (n + copy) % 7]  # drop 1/7
+            docs.append("\n".join(kept))
+            keys.append((copy << 32) | i)
+    key_arr = np.array(keys, dtype=np.uint64)
+    sets = _sets(docs)
+    part_of = doc_partition(key_arr, partitions)
+    assert len(set(part_of.tolist())) == partitions
+    shingle_files = {q: [] for q in range(partitions)}
+    for q in range(partitions):
+        mine = np.flatnonzero(part_of == q)
+        path = str(tmp_path / "shingles" / f"part-{q}.parquet")
+        storage.write_parquet_atomic(path, pa.table(
+            [pa.array(key_arr[mine]), pa.array([sets[i] for i in mine], pa.list_(pa.uint32()))],
+            schema=SHINGLE_SCHEMA))
+        shingle_files[q].append(path)
+    # Candidates: every pair (a < b); the buckets phase writes them split by a's partition.
+    pairs = [(min(x, y), max(x, y)) for x, y in combinations(keys, 2)]
+    a_all = np.array([p[0] for p in pairs], dtype=np.uint64)
+    b_all = np.array([p[1] for p in pairs], dtype=np.uint64)
+    for q in range(partitions):
+        mine = doc_partition(a_all, partitions) == q
+        write_pairs(str(tmp_path / "pairs" / f"qa-{q}.parquet"), a_all[mine], b_all[mine])
+    shipped = []
+    for q in range(partitions):
+        shipped.append(ShipSets((str(tmp_path / "pairs" / f"qa-{q}.parquet"),),
+                                tuple(shingle_files[q]), str(tmp_path / "verify" / f"from-{q}"),
+                                partitions)())
+    assert all(s["sets_shipped"] > len(keys) // partitions for s in shipped)  # re-shipped
+    edges = []
+    for q in range(partitions):
+        CheckPairs(tuple(str(tmp_path / "verify" / f"from-{src}" / f"pairs-{q:04d}.parquet")
+                         for src in range(partitions)),
+                   tuple(str(tmp_path / "verify" / f"from-{src}" / f"sets-{q:04d}.parquet")
+                         for src in range(partitions)),
+                   tuple(shingle_files[q]), str(tmp_path / "edges" / f"{q}.parquet"),
+                   threshold)()
+        edges.append(pq.read_table(tmp_path / "edges" / f"{q}.parquet"))
+    index = {k: i for i, k in enumerate(keys)}
+    expected = {}
+    for x, y in pairs:
+        score = jaccard_sorted(sets[index[x]], sets[index[y]])
+        if score >= threshold:
+            expected[(x, y)] = score
+    assert 0 < len(expected) < len(pairs)
+    got = {}
+    for table in edges:
+        a, b = table.column("a").to_pylist(), table.column("b").to_pylist()
+        assert list(zip(a, b, strict=True)) == sorted(zip(a, b, strict=True))
+        got.update({(x, y): s for x, y, s in zip(a, b, table.column("jaccard").to_pylist(),
+                                                  strict=True)})
+    assert got == expected
+
+
+def test_syntax_parse_keeps_no_reference_to_the_document() -> None:
+    """py-tree-sitter 0.26.1 keeps a reference to every buffer its read callback returns;
+    parse() must drop them, or a worker keeps every document it ever checked (measured:
+    +7 MB per demo shard, carried into every later task of the worker)."""
+    from tree_sitter import Parser
+
+    from lemur_data.filters.syntax_check import load_language, parse
+
+    parser = Parser(load_language("Python"))
+    source = (STDLIB / "typing.py").read_bytes()
+    for _ in range(3):
+        data = bytes(bytearray(source))  # a fresh object: every reference to it is ours
+        tree = parse(parser, data, timeout_s=5.0)
+        assert tree.root_node.end_byte == len(data)
+        del tree
+        assert sys.getrefcount(data) == 2  # the name `data` and getrefcount's argument
