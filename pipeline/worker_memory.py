@@ -101,6 +101,10 @@ def release_memory() -> None:
     """Return to the OS what a finished task freed but the allocators kept (Python's
     cycles, pyarrow's pool, glibc's arenas: malloc_trim where libc has it)."""
     gc.collect()
+    # What survived a task is the worker's (modules, models, caches): frozen, later full
+    # collections skip it, so each costs ~1 ms instead of ~100 ms (measured; tasks are
+    # many and short). Frozen objects are still freed by reference counting.
+    gc.freeze()
     pa.default_memory_pool().release_unused()
     trim = getattr(_LIBC, "malloc_trim", None)
     if trim is not None:
