@@ -42,7 +42,10 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
             lambda: {"in": _zero(), "kept": _zero(), "removed": _zero()})
         by_lang: dict[str, dict[str, Counts]] = defaultdict(
             lambda: {"kept": _zero(), "removed": _zero()})
+        totals: Counts = {}  # e.g. pii: {pii_emails: 332, ...}, shown by report and card
         for row in (row for row in rows if row["stage"] == name):
+            for column, value in (row.get("totals") or {}).items():
+                totals[column] = totals.get(column, 0) + value
             outcome = "kept" if row["reason"] is None else "removed"
             docs, size = row["docs"], row["bytes"]
             _add(entry["in"], docs, size)
@@ -64,12 +67,7 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
         by_flag = _by_flag([row for row in flagged if row["stage"] == name])
         if by_flag:
             entry["by_flag"] = by_flag
-        totals: Counts = {}
-        for row in rows:
-            if row["stage"] == name:
-                for column, value in (row.get("totals") or {}).items():
-                    totals[column] = totals.get(column, 0) + value
-        if totals:  # e.g. pii: {pii_emails: 332, ...}, shown by the report and the card
+        if totals:
             entry["totals"] = dict(sorted(totals.items()))
         stages.append(entry)
     return stages

@@ -29,14 +29,8 @@ def peak_rss_mb() -> float:
     VmHWM where there is /proc: Linux carries ru_maxrss over fork and exec, so a worker
     that raylet started would report at least the peak of the driver that started raylet.
     """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (status_mb("VmHWM:")
+            or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def reset_peak_rss() -> None:
@@ -50,6 +44,7 @@ def reset_peak_rss() -> None:
 
 
 def status_mb(field: str) -> float:
+    """A field of /proc/self/status (VmRSS:, VmHWM:) in MB; 0 where there is no /proc."""
     try:
         with open("/proc/self/status") as status:
             for line in status:
