@@ -13,7 +13,7 @@ from rich.console import Console
 from lemur_data.pipeline.executor import connect, run_phase
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.pipeline.planner import RunPlan, plan_run
-from lemur_data.pipeline.profile import profile_output
+from lemur_data.pipeline.profile import merge_profiles
 from lemur_data.pipeline.progress import Mode, phase_progress
 from lemur_data.pipeline.stats import check_accounting, stage_stats
 from lemur_data.stages import storage
@@ -66,6 +66,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     memory: dict[str, float] = {}
     cpu: dict[str, float] = {}
     global_summaries: dict[str, Any] = {}
+    shard_profiles: list[dict[str, Any]] = []
     for step in plan.steps:
         step_start = time.perf_counter()
         step_usage: dict[str, float] = {}
@@ -81,6 +82,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
             order += [n for n in step.stage_names if n not in order]
             for summary in phase_results[step.label]:
                 rows += summary["counts"]
+            shard_profiles = [s["profile"] for s in phase_results[step.label] if "profile" in s]
         else:
             assert step.global_stage is not None and step.global_ctx is not None
             global_summaries[step.stage_names[0]] = {
@@ -118,8 +120,9 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     if mix:  # tokens available / used / epochs per component, realized vs target shares
         stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
         stats["megatron"] = mix["megatron"]
-    # Tokens, licenses, lengths and syntax checks of the kept documents, read from the shards.
-    stats["profile"] = profile_output(list(plan.output_shards.values()))
+    # Tokens, licenses, lengths and syntax checks of the kept documents (the last step's
+    # tasks described their shards).
+    stats["profile"] = merge_profiles(shard_profiles)
     if "tokens" in stats["profile"]:
         stats["output"]["tokens"] = stats["profile"]["tokens"]
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)

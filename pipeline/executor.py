@@ -51,6 +51,11 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
         # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
         os.environ.setdefault("RAY_enable_metrics_collection", "0")
+        # The raylet connects to its own object store as it starts, and when the store
+        # isn't listening yet it retries after 1 s (the default): half of the starts took
+        # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
+        os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
+        os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
         # A local instance needs no network beyond loopback.
         ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **options)

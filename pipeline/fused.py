@@ -14,8 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lemur_data.pipeline.profile import shard_profile
 from lemur_data.stages import storage
-from lemur_data.stages.base import DocumentStage, ShardContext, StageResult
+from lemur_data.stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from lemur_data.stages.ingest import read_unit
 from lemur_data.stages.readers.common import InputUnit, SourceInfo
 
@@ -40,6 +41,7 @@ class FusedShardTask:
     out_path: str
     removed_path: str
     ctx: ShardContext
+    profile: bool = False  # the run's last document step: describe the kept documents
 
     def __call__(self) -> dict[str, Any]:
         removed: list[pa.Table] = []
@@ -58,7 +60,10 @@ class FusedShardTask:
                             removed, counts, built.count_columns, built.total_columns)
         storage.write_parquet_atomic(self.out_path, docs)
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
-        return {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+        summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+        if self.profile:
+            summary["profile"] = shard_profile(docs)
+        return summary
 
 
 def _removed_table(removed: list[pa.Table], kept: pa.Schema) -> pa.Table:
@@ -91,13 +96,7 @@ def _built(stage: DocumentStage) -> DocumentStage:
 
 def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> StageResult:
     """Apply `stage` to the documents its `sources`/`kinds` select; others pass untouched."""
-    params = stage.params
-    mask = pa.array([True] * docs.num_rows)
-    if params.sources is not None:
-        mask = pc.and_(mask, pc.is_in(docs.column("source"), pa.array(params.sources)))
-    if params.kinds is not None:
-        mask = pc.and_(mask, pc.is_in(docs.column("kind"), pa.array(params.kinds)))
-    mask = _flat(mask)
+    mask = in_scope(docs, stage.params)
     selected = int(pc.sum(mask).as_py() or 0)
     if selected == docs.num_rows:
         return stage.apply(docs, ctx)

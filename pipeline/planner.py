@@ -85,7 +85,7 @@ def plan_run(manifest: Manifest, run_dir: str,
     names = ["ingest"]
     number = 1
 
-    def close_group() -> None:
+    def close_group(last: bool = False) -> None:
         nonlocal inputs, pending, names, number
         label = f"{number:02d}-{'+'.join(names)}"
         out_dir, removed_dir = layout.path("stages", label), layout.path("removed", label)
@@ -95,7 +95,8 @@ def plan_run(manifest: Manifest, run_dir: str,
             out = storage.join(out_dir, f"shard-{shard_id}.parquet")
             ctx = ShardContext(shard_id, run_dir, manifest.seed)
             task = FusedShardTask(shard_id, source, list(pending), out,
-                                  storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx)
+                                  storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx,
+                                  profile=last)
             tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
         phase = Phase(label, tasks, largest([s.params.resources for s in pending]))
@@ -125,7 +126,7 @@ def plan_run(manifest: Manifest, run_dir: str,
         pending.append(tokenize)
         names.append(tokenize.name)
     if pending or not plan.steps:
-        close_group()
+        close_group(last=True)
     plan.output_shards = {k: v for k, v in inputs.items() if isinstance(v, str)}
     mix = _mix_stage(manifest, layout)
     if mix is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import NullLocator
 
 KIND_COLORS = {"code": "#1f77b4", "text": "#ff7f0e"}
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -173,13 +174,14 @@ def lengths(stats: dict[str, Any]) -> Plot | None:
             ax.stairs(counts, edges, label=f"{kind} ({human(sum(counts))} docs)",
                       color=KIND_COLORS.get(kind, "#555555"), linewidth=1.5)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_locator(NullLocator())  # decades suffice; minor ticks cost ~0.1 s
         used = [i for counts in hist["counts"].values() for i, c in enumerate(counts) if c]
         ax.set_xlim(edges[max(min(used) - 1, 0)], edges[min(max(used) + 2, len(edges) - 1)])
         ax.set_xlabel(f"document length ({hist['unit']})")
         ax.set_ylabel("documents")
         ax.legend(fontsize=8)
         ax.set_title(f"Document length in {hist['unit']} "
-                     f"({hist['shards_read']} of {profile['shards']} output shards)")
+                     f"(all documents of the {profile['shards']} output shards)")
     return Plot("lengths", "Document lengths",
                 "Histograms of the kept documents' length, per kind, on log-spaced bins "
                 "(4 per decade).", _png(fig))
@@ -200,6 +202,7 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
         for x, v in enumerate(sizes.values()):
             ax.text(x, v, human(v), ha="center", va="bottom", fontsize=7)
         ax.set_yscale("log")
+        ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("documents in the cluster")
         ax.set_ylabel("clusters")
         ax.set_title(f"{stage['name']}: {human(stage.get('clusters', sum(sizes.values())))} "

@@ -1,17 +1,19 @@
 """What the output shards hold: tokens, licenses, length histograms, syntax checks.
 
-stats.json's stage counts come from the task markers; these figures need the
-documents themselves, so they are read from the final shards, only the small
-columns (and the text's lengths). Shards are read in name order and the bins
-are fixed, so the result is the same on every run of the same manifest.
+stats.json's stage counts are counts of decisions; these figures describe the
+kept documents themselves. Each task of the run's last document step computes
+them for its shard while the documents are in memory (`shard_profile`, saved in
+its summary), and the driver adds the shards up (`merge_profiles`): no shard is
+read twice, and every document counts. Bins are fixed and the merge sums in
+shard order, so the result is the same on every run of the same manifest.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -19,97 +21,110 @@ from lemur_data.stages import storage
 
 # Log-spaced bin edges, 4 per decade: 1 byte (or token) to 10^9.
 EDGES = [round(10 ** (i / 4)) for i in range(0, 37)]
-LENGTH_SHARDS = 64
-"""Most shards whose text is read for the length histogram (spread evenly by name)."""
-_META = ("source", "kind", "lang", "license")
 _SYNTAX = ("syntax_checked", "syntax_clean")
 
 
-def _histogram(values: np.ndarray) -> np.ndarray:
-    counts, _ = np.histogram(np.clip(values, 1, EDGES[-1] - 1), bins=EDGES)
-    return counts.astype(np.int64)
+def _named(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Missing and empty names count as "unknown"."""
+    return pc.if_else(pc.fill_null(pc.not_equal(column, ""), False), column, "unknown")
 
 
-def _spread(items: list[str], most: int) -> list[str]:
-    """At most `most` items evenly spread over the list (all of them if it is short)."""
-    if len(items) <= most:
-        return items
-    step = len(items) / most
-    return [items[int(i * step)] for i in range(most)]
-
-
-def profile_output(paths: list[str], length_shards: int = LENGTH_SHARDS) -> dict[str, Any]:
-    """Figures of the documents in the shards at `paths`."""
-    paths = sorted(paths)
-    licenses: Counter[str] = Counter()
-    docs: dict[str, Counter[str]] = defaultdict(Counter)
-    tokens: dict[str, Counter[str]] = {"source": Counter(), "lang": Counter(),
-                                       "kind": Counter()}
-    syntax: dict[str, Counter[str]] = defaultdict(Counter)
-    bytes_hist: dict[str, np.ndarray] = {}
-    token_hist: dict[str, np.ndarray] = {}
-    has_tokens = False
-    read_text = set(_spread(paths, length_shards))
-    for path in paths:
-        fs, local = storage.filesystem(path)
-        with fs.open(local, "rb") as handle:
-            parquet = pq.ParquetFile(handle)
-            names = set(parquet.schema_arrow.names)
-            wanted = [c for c in (*_META, "tokens", *_SYNTAX) if c in names]
-            meta = parquet.read(columns=wanted)
-            kinds = np.array(meta.column("kind").to_pylist(), dtype=object)
-            licenses.update(x or "unknown" for x in meta.column("license").to_pylist())
-            for kind, lang in zip(kinds.tolist(), meta.column("lang").to_pylist(), strict=True):
-                docs[kind][lang or "unknown"] += 1
-            if "tokens" in names:
-                has_tokens = True
-                _count_tokens(meta, tokens, token_hist, kinds)
-            if "syntax_checked" in names:
-                for lang, checked, clean in zip(meta.column("lang").to_pylist(),
-                                                meta.column("syntax_checked").to_pylist(),
-                                                meta.column("syntax_clean").to_pylist(),
-                                                strict=True):
-                    if checked:
-                        syntax[lang or "unknown"]["checked"] += 1
-                        syntax[lang or "unknown"]["clean"] += int(bool(clean))
-            if path in read_text:
-                lengths = np.concatenate([
-                    pc.binary_length(batch.column(0)).to_numpy(zero_copy_only=False)
-                    for batch in parquet.iter_batches(columns=["text"], batch_size=8192)
-                ] or [np.zeros(0, np.int64)])
-                _add_histograms(bytes_hist, lengths, kinds)
-    out: dict[str, Any] = {
-        "shards": len(paths),
-        "by_license": dict(sorted(licenses.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "docs_by_kind_lang": {k: dict(sorted(c.items())) for k, c in sorted(docs.items())},
-        "length_histogram": {"unit": "bytes", "edges": EDGES,
-                             "shards_read": len(read_text),
-                             "counts": {k: v.tolist() for k, v in sorted(bytes_hist.items())}},
-    }
-    if has_tokens:
-        out["tokens"] = sum(tokens["kind"].values())
-        for key, counter in tokens.items():
-            out[f"tokens_by_{key}"] = dict(sorted(counter.items()))
-        out["token_histogram"] = {"unit": "tokens", "edges": EDGES, "shards_read": len(paths),
-                                  "counts": {k: v.tolist()
-                                             for k, v in sorted(token_hist.items())}}
-    if syntax:
-        out["syntax"] = {lang: dict(sorted(c.items())) for lang, c in sorted(syntax.items())}
+def _tally(table: pa.Table, keys: list[str], value: str | None = None) -> dict[str, Any]:
+    """{key: count} (nested for two keys) of rows, or of the sum of `value`."""
+    spec = [(value, "sum")] if value else [([], "count_all")]
+    grouped = table.group_by(keys).aggregate(spec).to_pylist()
+    total = f"{value}_sum" if value else "count_all"
+    out: dict[str, Any] = {}
+    for row in grouped:
+        inner = out
+        for key in keys[:-1]:
+            inner = inner.setdefault(row[key], {})
+        inner[row[keys[-1]]] = int(row[total] or 0)
     return out
 
 
-def _count_tokens(meta: Any, tokens: dict[str, Counter[str]],
-                  token_hist: dict[str, np.ndarray], kinds: np.ndarray) -> None:
-    counts = meta.column("tokens").to_numpy(zero_copy_only=False).astype(np.int64)
-    for key in tokens:
-        values = [v or "unknown" for v in meta.column(key).to_pylist()]
-        for value, n in zip(values, counts.tolist(), strict=True):
-            tokens[key][value] += n
-    _add_histograms(token_hist, counts, kinds)
+def _histograms(values: np.ndarray, kinds: np.ndarray) -> dict[str, list[int]]:
+    return {kind: np.histogram(np.clip(values[kinds == kind], 1, EDGES[-1] - 1),
+                               bins=EDGES)[0].tolist()
+            for kind in sorted(set(kinds.tolist()))}
 
 
-def _add_histograms(into: dict[str, np.ndarray], values: np.ndarray, kinds: np.ndarray) -> None:
-    """Add the histogram of `values` per kind (counts only: memory stays fixed)."""
-    for kind in sorted(set(kinds.tolist())):
-        counts = _histogram(values[kinds == kind])
-        into[kind] = into[kind] + counts if kind in into else counts
+def shard_profile(docs: pa.Table) -> dict[str, Any]:
+    """The figures of one shard's documents, as sums that `merge_profiles` adds up."""
+    names = set(docs.column_names)
+    keys = pa.table({"kind": docs.column("kind"), "lang": _named(docs.column("lang")),
+                     "license": _named(docs.column("license")),
+                     "source": _named(docs.column("source"))})
+    kinds = keys.column("kind").to_numpy(zero_copy_only=False)
+    lengths = pc.binary_length(docs.column("text")).to_numpy(zero_copy_only=False)
+    out: dict[str, Any] = {"shards": 1,
+                           "docs_by_kind_lang": _tally(keys, ["kind", "lang"]),
+                           "by_license": _tally(keys, ["license"]),
+                           "length_counts": _histograms(lengths, kinds)}
+    if "tokens" in names:
+        keys = keys.append_column("tokens", docs.column("tokens").cast(pa.int64()))
+        for key in ("source", "lang", "kind"):
+            out[f"tokens_by_{key}"] = _tally(keys, [key], "tokens")
+        out["token_counts"] = _histograms(
+            keys.column("tokens").to_numpy(zero_copy_only=False), kinds)
+    if set(_SYNTAX) <= names:
+        checked = pa.table({"lang": keys.column("lang"),
+                            "clean": pc.fill_null(docs.column("syntax_clean"), False)
+                            .cast(pa.int64())}).filter(
+            pc.fill_null(docs.column("syntax_checked"), False))
+        counts, clean = _tally(checked, ["lang"]), _tally(checked, ["lang"], "clean")
+        out["syntax"] = {lang: {"checked": n, "clean": clean[lang]} for lang, n in counts.items()}
+    return out
+
+
+def _add(into: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add `part` into `into`: numbers summed, histograms summed bin by bin."""
+    for key, value in part.items():
+        if isinstance(value, dict):
+            _add(into.setdefault(key, {}), value)
+        elif isinstance(value, list):
+            into[key] = [a + b for a, b in zip(into.get(key, [0] * len(value)), value,
+                                               strict=True)]
+        else:
+            into[key] = into.get(key, 0) + value
+
+
+def merge_profiles(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of the whole output from the shards' `shard_profile`s."""
+    total: dict[str, Any] = {}
+    for part in parts:
+        _add(total, part)
+
+    def by_key(counts: dict[str, int]) -> dict[str, int]:
+        return dict(sorted(counts.items()))
+
+    shards = total.get("shards", 0)
+    out: dict[str, Any] = {
+        "shards": shards,
+        "by_license": dict(sorted(total.get("by_license", {}).items(),
+                                  key=lambda kv: (-kv[1], kv[0]))),
+        "docs_by_kind_lang": {k: by_key(c) for k, c in
+                              sorted(total.get("docs_by_kind_lang", {}).items())},
+        "length_histogram": {"unit": "bytes", "edges": EDGES,
+                             "counts": by_key(total.get("length_counts", {}))},
+    }
+    if "tokens_by_kind" in total:
+        out["tokens"] = sum(total["tokens_by_kind"].values())
+        for key in ("source", "lang", "kind"):
+            out[f"tokens_by_{key}"] = by_key(total[f"tokens_by_{key}"])
+        out["token_histogram"] = {"unit": "tokens", "edges": EDGES,
+                                  "counts": by_key(total["token_counts"])}
+    if "syntax" in total:
+        out["syntax"] = {lang: by_key(c) for lang, c in sorted(total["syntax"].items())}
+    return out
+
+
+def profile_output(paths: list[str]) -> dict[str, Any]:
+    """The same figures read back from finished shards (for runs and tools without the
+    task summaries)."""
+    parts = []
+    for path in sorted(paths):
+        fs, local = storage.filesystem(path)
+        with fs.open(local, "rb") as handle:
+            parts.append(shard_profile(pq.read_table(handle)))
+    return merge_profiles(parts)

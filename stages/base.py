@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, ByteSize, ConfigDict, PositiveFloat
 
 
@@ -43,6 +44,20 @@ class StageParams(BaseModel):
     """Apply only to documents of these sources (default: all)."""
     kinds: list[Literal["code", "text"]] | None = None
     """Apply only to documents of these kinds (default: all)."""
+
+
+def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
+    """Rows a stage applies to: those its `sources`/`kinds` select (all by default).
+
+    A global stage must hash only these: a copy outside the scope is never removed
+    by the applier, so it must not be chosen as the copy that survives either.
+    """
+    mask: pa.Array | pa.ChunkedArray = pa.array([True] * table.num_rows, pa.bool_())
+    if params.sources is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("source"), pa.array(params.sources)))
+    if params.kinds is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("kind"), pa.array(params.kinds)))
+    return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
 
 
 @dataclass(frozen=True)

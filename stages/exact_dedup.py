@@ -28,6 +28,7 @@ from lemur_data.stages.base import (
     StageParams,
     StageResult,
     Task,
+    in_scope,
 )
 
 
@@ -42,20 +43,6 @@ def content_hashes(text: pa.ChunkedArray | pa.Array, normalize: str) -> list[str
     if normalize == "whitespace":
         text = pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"\s+", " "))
     return [xxhash.xxh3_128_hexdigest(t.encode()) for t in text.to_pylist()]
-
-
-def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
-    """Rows a stage applies to, as the runner's `sources`/`kinds` scoping selects them.
-
-    A global stage must hash only these: a copy outside the scope is never removed
-    by the applier, so it must not be chosen as the copy that survives either.
-    """
-    mask = pa.array([True] * table.num_rows, pa.bool_())
-    if params.sources is not None:
-        mask = pc.and_(mask, pc.is_in(table.column("source"), pa.array(params.sources)))
-    if params.kinds is not None:
-        mask = pc.and_(mask, pc.is_in(table.column("kind"), pa.array(params.kinds)))
-    return mask
 
 
 @dataclass(frozen=True)

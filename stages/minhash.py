@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from lemur_data.stages import storage
 from lemur_data.stages.base import (
@@ -59,6 +58,8 @@ class MinHashApplier(DocumentStage):
         return f"{super().cache_key()}:{self.decisions_dir}"
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        import pyarrow.dataset as ds  # here: ~0.2 s to import (pandas), a cost for the driver
+
         path = storage.join(self.decisions_dir, _part(self.part_of_shard[ctx.shard_id]))
         fs, local = storage.filesystem(path)
         drops = ds.dataset(local, format="parquet", filesystem=fs).to_table(

@@ -13,18 +13,18 @@ by shard index, and `clusters.json` for stats.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from lemur_data.stages import storage
 from lemur_data.stages.minhash_buckets import sorted_unique, unique_pairs
+
+if TYPE_CHECKING:
+    import polars as pl
 
 DECISION_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()),
                              ("kept_id", pa.string()), ("cluster", pa.string()),
@@ -58,6 +58,12 @@ class Components:
     partitions: int
 
     def __call__(self) -> dict[str, Any]:
+        # Imported here: this module is loaded by every worker that runs a MinHash task
+        # and by the driver, and polars + scipy take ~0.3 s to import; one task uses them.
+        import polars as pl
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
         tables = [storage.read_parquet(p, ["a", "b"]) for p in self.edge_files]
         table = pa.concat_tables(tables)
         a, b = unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
@@ -106,6 +112,8 @@ class Components:
         return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
 
     def _members(self, nodes: np.ndarray, labels: np.ndarray) -> pl.DataFrame:
+        import polars as pl
+
         wanted = pa.array(nodes, pa.uint64())
         parts = []
         for path in self.meta_files:

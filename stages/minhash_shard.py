@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from lemur_data.filters.shingles import Mode, batch_shingle_hashes, shingles
 from lemur_data.stages import storage
-from lemur_data.stages.exact_dedup import in_scope
+from lemur_data.stages.base import in_scope
 from lemur_data.stages.minhash_params import MinHashParams
 from lemur_data.stages.minhash_signatures import (
     band_buckets,

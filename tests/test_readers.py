@@ -154,6 +154,27 @@ def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> Non
     assert table.column("url")[3].as_py() == "https://docs.python.org/3"
 
 
+def test_large_jsonl_is_read_as_byte_ranges_with_the_same_documents(tmp_path: Path) -> None:
+    files = _stdlib_sources(120)
+    records = [{"text": f.read_text(errors="replace"), "path": str(f.relative_to(STDLIB))}
+               for f in files]
+    write_jsonl(tmp_path / "code.jsonl", records)
+    lines = (tmp_path / "code.jsonl").read_bytes().splitlines(keepends=True)
+    size = sum(map(len, lines))
+    source = {"name": "code", "kind": "code", "columns": {"path": "path"},
+              "reader": {"type": "jsonl", "paths": ["code.jsonl"]}}
+    whole_units, whole = units_and_tables(source, tmp_path)
+    assert len(whole_units) == 1
+    # Cuts inside lines, one on the first byte of the second line, and tiny ranges
+    # that hold no line start at all.
+    for max_bytes in (size // 7 + 1, len(lines[0]), len(lines[0]) + 1, 5000):
+        units, table = units_and_tables(source, tmp_path, max_bytes=max_bytes)
+        assert len(units) == -(-size // max_bytes) > 1
+        assert table.column("id").to_pylist() == whole.column("id").to_pylist()
+        assert table.column("text").to_pylist() == [r["text"] for r in records]
+    assert len(set(whole.column("id").to_pylist())) == len(records)
+
+
 def test_hf_datasets_reader_on_local_files(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     paragraphs = prose_paragraphs()[:30]

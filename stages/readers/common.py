@@ -131,6 +131,13 @@ def expand_paths(patterns: list[str], what: str) -> list[tuple[str, str]]:
     return sorted(found.items())
 
 
+def file_size(path: str) -> int:
+    from fsspec.core import url_to_fs
+
+    fs, bare = url_to_fs(path)
+    return int(fs.size(bare) or 0)
+
+
 def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int) -> list[list[Any]]:
     """Split items, in order, into runs of at most max_items and about max_bytes."""
     chunks: list[list[Any]] = []

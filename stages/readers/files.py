@@ -27,6 +27,7 @@ from lemur_data.stages.readers.common import (
     chunk_by,
     decode_text,
     expand_paths,
+    file_size,
 )
 
 DEFAULT_EXCLUDE = ["*/.git/*", ".git/*", "*/__pycache__/*", "__pycache__/*", "*.pyc", "*.pyo",
@@ -125,7 +126,7 @@ class FilesReader:
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         files = expand_paths(self.params.paths, f"source {self.source.name!r}")
-        sizes = [_size(path) for path, _ in files]
+        sizes = [file_size(path) for path, _ in files]
         chunks = chunk_by(list(zip(files, sizes, strict=True)), sizes, max_docs, max_bytes)
         return [InputUnit(self.source.name, i, {"files": chunk}, len(chunk),
                           sum(s for _, s in chunk)) for i, chunk in enumerate(chunks)]
@@ -160,11 +161,6 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
         lang = detect_code_language(rel, head)
     rows.add(rel, text, "invalid_utf8" if bad_utf8 else None, bad_utf8, path=rel, lang=lang,
              **fields)
-
-
-def _size(path: str) -> int:
-    fs, bare = fsspec.core.url_to_fs(path)
-    return int(fs.size(bare) or 0)
 
 
 _LICENSE_FILE = re.compile(r"^(LICEN[CS]E|COPYING)(\.(txt|md|rst))?$", re.IGNORECASE)

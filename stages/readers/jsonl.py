@@ -1,4 +1,10 @@
-"""JSON Lines input, plain or compressed (.gz, .zst, .bz2, .xz), one unit per file."""
+"""JSON Lines input, plain or compressed (.gz, .zst, .bz2, .xz).
+
+A compressed file is one unit. A plain file larger than `shard.max_bytes` is cut
+into byte ranges of about that size, so one huge dump is many tasks of bounded
+memory: a line belongs to the range holding its first byte. A document's locator
+is the byte offset of its line (`path#@1234`), which does not depend on the cut.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +27,11 @@ from lemur_data.stages.readers.common import (
     bad_file_table,
     decode_text,
     expand_paths,
+    file_size,
 )
 
 _TARGETS = ("path", "repo", "license", "lang", "stars", "url")
+_COMPRESSED = (".gz", ".zst", ".zstd", ".bz2", ".xz", ".lzma")
 
 
 class JsonlParams(ReaderParams):
@@ -40,50 +48,68 @@ class JsonlReader:
         self.source = source
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
-        files = expand_paths(self.params.paths, f"source {self.source.name!r}")
-        return [InputUnit(self.source.name, i, {"path": path, "rel": rel})
-                for i, (path, rel) in enumerate(files)]
+        units: list[InputUnit] = []
+        for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
+            size = 0 if path.endswith(_COMPRESSED) else file_size(path)
+            parts = max(1, -(-size // max_bytes))
+            for k in range(parts):
+                payload = {"path": path, "rel": rel}
+                if parts > 1:
+                    payload |= {"start": size * k // parts, "end": size * (k + 1) // parts}
+                units.append(InputUnit(self.source.name, len(units), payload,
+                                       bytes_hint=size // parts))
+        return units
 
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
+        start, end = unit.payload.get("start", 0), unit.payload.get("end")
         rows = RowCollector(self.source)
-        line_no = 0
+        offset, line_no = start, 0
         try:
             with fsspec.open(path, "rb") as raw, _decompressed(raw, path) as handle:
-                for line_no, raw in enumerate(handle, start=1):  # noqa: B007 - used after loop
-                    if raw.strip():
-                        self._add_line(rows, rel, line_no, raw)
+                if start:  # the line holding byte start - 1 belongs to the range before
+                    handle.seek(start - 1)
+                    offset = start - 1 + len(handle.readline())
+                for line_no, raw_line in enumerate(handle, start=1):  # noqa: B007 - used after the loop
+                    if end is not None and offset >= end:
+                        break
+                    # Line numbers only where counting starts at the file's first line.
+                    where = f"line {line_no}" if not start else f"byte {offset}"
+                    if raw_line.strip():
+                        self._add_line(rows, f"{rel}#@{offset}", where, raw_line, rel)
+                    offset += len(raw_line)
         except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
+            where = f"after line {line_no}" if not start else f"at byte {offset}"
             if self.source.on_bad_file == "fail":
-                raise ReaderError(f"{path}: read failed after line {line_no} ({error})") from error
+                raise ReaderError(f"{path}: read failed {where} ({error})") from error
             table = rows.table()
-            bad = bad_file_table(self.source, rel, f"read failed after line {line_no}: {error!r}")
+            bad = bad_file_table(self.source, rel, f"read failed {where}: {error!r}")
             return pa.concat_tables([table, bad])
         return rows.table()
 
-    def _add_line(self, rows: RowCollector, rel: str, line_no: int, raw: bytes) -> None:
-        locator = f"{rel}#{line_no}"
+    def _add_line(self, rows: RowCollector, locator: str, where: str, raw: bytes,
+                  rel: str) -> None:
         line, bad_utf8 = decode_text(raw)
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            rows.add(locator, line, "invalid_json", f"line {line_no}: {error}", path=rel)
+            rows.add(locator, line, "invalid_json", f"{where}: {error}", path=rel)
             return
         if not isinstance(record, dict):
-            rows.add(locator, line, "invalid_json", f"line {line_no}: not an object", path=rel)
+            rows.add(locator, line, "invalid_json", f"{where}: not an object", path=rel)
             return
         text_key = self.source.column("text", "text")
         text = _lookup(record, text_key)
         if not isinstance(text, str):
             reason = "missing_text" if text is None else "invalid_text_type"
-            rows.add(locator, line, reason, f"line {line_no}: field {text_key!r}", path=rel)
+            rows.add(locator, line, reason, f"{where}: field {text_key!r}", path=rel)
             return
         fields = {target: _lookup(record, self.source.column(target, "")) for target in _TARGETS}
         fields = {k: _coerce(k, v) for k, v in fields.items()}
         fields.setdefault("path", None)
         if fields["path"] is None:
             fields["path"] = rel
-        reason, detail = (("invalid_utf8", f"line {line_no}: {bad_utf8}") if bad_utf8
+        reason, detail = (("invalid_utf8", f"{where}: {bad_utf8}") if bad_utf8
                           else (None, None))
         rows.add(locator, text, reason, detail, **fields)
 

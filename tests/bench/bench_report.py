@@ -1,5 +1,8 @@
 """Time the end-of-build documentation of a finished run: profile, plots, report, card.
 
+The profile is read back from the run's shards here (`profile_output`); a build gets
+the same figures from its last step's tasks and only merges them.
+
     python tests/bench/bench_report.py RUN_DIR [RUN_DIR ...]
 
 Rewrites the run's plots/, report.html and README.md (same bytes: they are deterministic).

@@ -42,7 +42,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 BENCH = Path(__file__).resolve().parent
 SEED, NGRAM, THRESHOLD, LID_THRESHOLD, NON_ALPHA = 1234, 5, 0.7, 0.65, 0.5
-FILES = {"code": 12, "text": 4}  # jsonl parts = tasks per step on both sides
+FILES = {"code": 12, "text": 4}  # jsonl parts = datatrove's tasks per step
+SHARD_BYTES = "4MiB"
 
 # Our driver, run in a fresh process: the CLI, then this process's own peak memory.
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec (a child reports at
@@ -71,6 +72,9 @@ def our_manifest(corpus: Path, extra: bool) -> dict[str, Any]:
         stages += [{"decontaminate": {"benchmarks": ["humaneval"]}}, {"pii": {}}]
     return {
         "name": "bench-peer-extra" if extra else "bench-peer", "seed": SEED,
+        # Our plain jsonl files larger than this are read as byte ranges (more, evener
+        # tasks); datatrove has one task per file. 4 MiB keeps the 50 MB parts whole.
+        "shard": {"max_bytes": SHARD_BYTES},
         "sources": [
             {"name": "code", "kind": "code", "columns": {"path": "path", "lang": "lang"},
              "reader": {"type": "jsonl", "paths": [str(corpus / "code" / "*.jsonl")]}},
@@ -173,7 +177,8 @@ def table(mb: dict[str, float], docs: int, runs: dict[str, dict[str, Any]], tok_
     ours2, peer2, ours1 = runs["ours-2"], runs["peer-2"], runs["ours-1"]
     total_mb = sum(mb.values())
     out = [f"Input: {total_mb:.1f} MB ({mb['code']:.1f} MB code, {mb['text']:.1f} MB text), "
-           f"{docs:,} documents, {sum(FILES.values())} jsonl parts (= tasks per step). "
+           f"{docs:,} documents, {sum(FILES.values())} jsonl parts (datatrove's tasks per step; "
+           f"ours: {ours2['stats']['shards']} shards at shard.max_bytes {SHARD_BYTES}). "
            f"Machine: {machine()}. Load average before / after: {load[0]:.2f} / {load[1]:.2f}.",
            "", "**End to end** (wall: process start to exit; CPU: all processes' task time)", "",
            "| pipeline | workers | wall s | CPU s | MB/s | MB/s per core (CPU) "
