@@ -20,13 +20,8 @@ from rich.console import Console
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.stages import storage
 from lemur_data.stages.megatron_checks import Check, failed, run_checks
-from lemur_data.stages.megatron_launch import (
-    Distributed,
-    LaunchPlan,
-    RunPaths,
-    render,
-    resolve_distributed,
-)
+from lemur_data.stages.megatron_launch import LaunchPlan, RunPaths, render
+from lemur_data.stages.megatron_nodes import Distributed, resolve_distributed
 from lemur_data.stages.megatron_tokenizer import (
     expected_tokenizer_kind,
     stage_tokenizer,

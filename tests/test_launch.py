@@ -27,13 +27,8 @@ from lemur_data.stages.megatron_checks import (
     check_tokenizer,
     read_data_args,
 )
-from lemur_data.stages.megatron_launch import (
-    TrainConfig,
-    first_slurm_host,
-    render,
-    resolve_distributed,
-    train_iters,
-)
+from lemur_data.stages.megatron_launch import TrainConfig, render, train_iters
+from lemur_data.stages.megatron_nodes import first_slurm_host, resolve_distributed
 from lemur_data.stages.megatron_tokenizer import TokenizerFiles, stage_tokenizer
 from lemur_data.stages.tokenizers import TokenizerConfig
 from realdata import STDLIB

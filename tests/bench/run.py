@@ -127,8 +127,9 @@ def our_paths(folder: Path) -> set[str]:
 
 
 def peer_filtered(work: Path) -> set[str]:
+    # split("\n"), not splitlines(): JSON strings may hold raw U+2028 or U+0085 characters
     return {json.loads(line)["id"] for f in sorted((work / "filtered").glob("*.jsonl"))
-            for line in f.read_text().splitlines() if line}
+            for line in f.read_text().split("\n") if line}
 
 
 def peer_kept(work: Path) -> set[str]:
