@@ -22,6 +22,7 @@ from PIL import Image
 from lemur_data.pipeline.card import size_category
 from lemur_data.pipeline.cli import main
 from lemur_data.pipeline.manifest import parse_manifest
+from lemur_data.pipeline.profile import profile_output
 from lemur_data.pipeline.report import stage_rows
 from realdata import STDLIB
 from runs import run_build
@@ -147,6 +148,8 @@ def test_stats_add_up_and_match_the_shards(mixed_run: Path) -> None:
     assert profile["by_license"]["unknown"] == stats["output"]["by_source"]["topics"]["docs"]
     for kind, counts in profile["length_histogram"]["counts"].items():
         assert sum(counts) == sum(1 for k in table.column("kind").to_pylist() if k == kind)
+    # The tasks' own figures, merged, equal the figures read back from the shards.
+    assert profile == profile_output([str(s) for s in shards])
     mix = stats["mixture"]
     assert mix["used_tokens"] == 300000 == stats["megatron"]["tokens"]
     assert sum(s["tokens"] for s in stats["megatron"]["shards"]) == mix["used_tokens"]
@@ -261,6 +264,8 @@ def test_dedup_and_syntax_stages_get_their_sections(ray_session, tmp_path: Path)
     assert len(page.images) == 4
     checked = stats["profile"]["syntax"]
     assert checked["C"]["checked"] == stats["output"]["by_lang"]["C"]["docs"]
+    shards = [str(run / stats["output"]["dir"] / n) for n in stats["output"]["shards"]]
+    assert len(shards) > 1 and profile_output(shards) == stats["profile"]
     card = DatasetCard.load(run / "README.md")
     assert "deduplicated" in card.data.to_dict()["tags"]
     assert "| lsh.bands | " in card.text and "### 3. minhash" in card.text
