@@ -50,8 +50,8 @@ class JsonlReader:
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         units: list[InputUnit] = []
         for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
-            size = 0 if path.endswith(_COMPRESSED) else file_size(path)
-            parts = max(1, -(-size // max_bytes))
+            size = file_size(path)  # compressed: a lower bound, for `lemur-data plan`
+            parts = 1 if path.endswith(_COMPRESSED) else max(1, -(-size // max_bytes))
             for k in range(parts):
                 payload = {"path": path, "rel": rel}
                 if parts > 1:
