@@ -22,6 +22,8 @@ from lemur_data.stages import storage
 # Log-spaced bin edges, 4 per decade: 1 byte (or token) to 10^9.
 EDGES = [round(10 ** (i / 4)) for i in range(0, 37)]
 _SYNTAX = ("syntax_checked", "syntax_clean")
+_READ = ("text", "source", "kind", "lang", "license", "tokens", *_SYNTAX)
+"""The columns `shard_profile` looks at (not the token ids, the largest column)."""
 
 
 def _named(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -126,5 +128,7 @@ def profile_output(paths: list[str]) -> dict[str, Any]:
     for path in sorted(paths):
         fs, local = storage.filesystem(path)
         with fs.open(local, "rb") as handle:
-            parts.append(shard_profile(pq.read_table(handle)))
+            parquet = pq.ParquetFile(handle)
+            names = set(parquet.schema_arrow.names)
+            parts.append(shard_profile(parquet.read(columns=[c for c in _READ if c in names])))
     return merge_profiles(parts)
