@@ -82,18 +82,19 @@ class MixAndPack(GlobalStage):
             for s, d in zip(shards, split_dirs, strict=True)])
         planning = Phase("plan", [Task("plan", PlanMix(split_dirs, plan_path, components,
                                                        p.total_tokens, p.hash_bits))])
+        writing = {"split_dirs": split_dirs, "plan_path": plan_path, "out_dir": self.out_dir,
+                   "max_shard_bytes": int(p.max_shard_bytes), "seq_length": p.seq_length,
+                   "bits": p.hash_bits}
         if p.blend == "separate":
             pack = Phase("pack", [
-                Task(c.slug, PackComponent(c, split_dirs, plan_path, self.out_dir,
-                                           storage.join(outputs, c.slug + ".json"),
-                                           int(p.max_shard_bytes), p.seq_length, p.hash_bits))
+                Task(c.slug, PackComponent(**writing, outputs_path=storage.join(
+                    outputs, c.slug + ".json"), component=c))
                 for c in components])
             written = [storage.join(outputs, c.slug + ".json") for c in components]
         else:
             pack = Phase("pack", [Task("blend", BlendAll(
-                components, split_dirs, plan_path, self.out_dir,
-                storage.join(outputs, "blend.json"), int(p.max_shard_bytes), p.seq_length,
-                ctx.seed, p.hash_bits, p.blend_batch_docs))])
+                **writing, outputs_path=storage.join(outputs, "blend.json"),
+                components=components, seed=ctx.seed, batch_docs=p.blend_batch_docs))])
             written = [storage.join(outputs, "blend.json")]
         index = Phase("index", [Task("index", WriteIndex(written, self.out_dir, plan_path,
                                                            _absolute(self.out_dir)))])

@@ -47,10 +47,9 @@ def _shard_tokens(split_dirs: list[str], component: Component) -> list[ShardToke
 
 
 @dataclass(frozen=True)
-class PackComponent:
-    """Writes one component, epoch by epoch, shards in id order, into a few large shards."""
+class _PackTask:
+    """What both pack tasks read (the split tokens, the plan) and how they write."""
 
-    component: Component
     split_dirs: list[str]
     plan_path: str
     out_dir: str
@@ -59,12 +58,23 @@ class PackComponent:
     seq_length: int | None
     bits: int
 
+    def _writers(self, name: str, dtype: np.dtype) -> tuple[ShardedWriter, Packer | None]:
+        """The shard writer, and the packer in front of it when sequences are packed."""
+        return (ShardedWriter(self.out_dir, name, dtype, self.max_shard_bytes),
+                Packer(self.seq_length + 1) if self.seq_length else None)
+
+
+@dataclass(frozen=True)
+class PackComponent(_PackTask):
+    """Writes one component, epoch by epoch, shards in id order, into a few large shards."""
+
+    component: Component
+
     def __call__(self) -> dict[str, Any]:
         plan = storage.read_json(self.plan_path)
         entry = next(p for p in plan["components"] if p["key"] == self.component.key)
         dtype = np.dtype(plan["dtype"])
-        writer = ShardedWriter(self.out_dir, self.component.slug, dtype, self.max_shard_bytes)
-        packer = Packer(self.seq_length + 1) if self.seq_length else None
+        writer, packer = self._writers(self.component.slug, dtype)
         sources = _shard_tokens(self.split_dirs, self.component)
         docs = [source.index() for source in sources]
         used_docs = 0
@@ -101,18 +111,11 @@ def _finish(writer: ShardedWriter, packer: Packer | None, name: str, planned: in
 
 
 @dataclass(frozen=True)
-class BlendAll:
+class BlendAll(_PackTask):
     """One dataset: each component shuffled, then spread evenly by token mass."""
 
     components: list[Component]
-    split_dirs: list[str]
-    plan_path: str
-    out_dir: str
-    outputs_path: str
-    max_shard_bytes: int
-    seq_length: int | None
     seed: int
-    bits: int
     batch_docs: int
 
     def __call__(self) -> dict[str, Any]:
@@ -130,8 +133,7 @@ class BlendAll:
             refs.append(ref)
         ref = np.concatenate(refs) if refs else np.zeros((0, 5), np.int64)
         order = np.argsort(np.concatenate(places) if places else np.zeros(0), kind="stable")
-        writer = ShardedWriter(self.out_dir, "blend", dtype, self.max_shard_bytes)
-        packer = Packer(self.seq_length + 1) if self.seq_length else None
+        writer, packer = self._writers("blend", dtype)
         load = functools.lru_cache(maxsize=64)(lambda c, s: sources[c][s].tokens(dtype))
         for start in range(0, len(order), self.batch_docs):
             batch = ref[order[start:start + self.batch_docs]]
