@@ -30,6 +30,9 @@ from datatrove.utils.word_tokenizers import WordTokenizer
 
 # One pass of alternatives, first match wins; mirrors spaCy's English tokenizer closely
 # enough for word counts, word lengths and symbol ratios (see tests/test_quality.py).
+# Alternatives inside a repeated group must exclude each other: when both of two could
+# take the same "-", a run like "x-----" (ASCII art) backtracked 2^n ways (seconds at 20
+# dashes, never ending at 70).
 _WORDS = re.compile(
     r"""
       https?://[^\s"'<>()\[\]]+[^\s"'<>()\[\].,;:!?]          # URLs stay whole
@@ -41,7 +44,10 @@ _WORDS = re.compile(
     | \b[A-Z]\.(?=\s)                                          # A. (initials)
     | \b(?:Mr|Mrs|Ms|Dr|Prof|St|vs|Inc|Ltd|Jr|Sr)\.            # common abbreviations
     | (?:(?<![\w-])-+)?[^\W_]+                                  # words, --help, -m, 3.14,
-      (?:(?:[.@+_]|(?<![^\W\d_])[-/]|[-/](?![^\W\d_]))+[^\W_]+)*  # UTF-8, a+b; well|-|known
+      (?:(?:[.@+_]                                             # UTF-8, a+b; well|-|known:
+          |(?<![^\W\d_])[-/]                                   # - or / not after a letter,
+          |(?<=[^\W\d_])[-/](?![^\W\d_])                      # or after one, not before one
+      )+[^\W_]+)*
     | \.{2,} | …
     | [^\w\s] | _
     """,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import collections
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -204,6 +206,26 @@ def test_regex_splitter_agrees_with_datatrove_spacy_decisions() -> None:
     print(f"\nkeep/drop agreement with spaCy on {len(docs)} documents: {rates}")
     assert min(rates.values()) >= 0.9, rates
     assert sum(rates.values()) / len(rates) >= 0.95, rates
+
+
+_SPLIT_WORDS = ("import sys; from lemur_data.filters.text_rules import RegexWordTokenizer; "
+                "print(len(RegexWordTokenizer().word_tokenize(open(sys.argv[1]).read())))")
+
+
+def test_word_splitter_on_a_word_before_a_long_dash_run() -> None:
+    """ASCII art and rules like `#--cut-----` once made the splitter backtrack 2^n ways:
+    this real file's 74-dash line never finished (a kernel doc's circuit diagram took 25 s).
+    In a child process, since a regression hangs rather than fails."""
+    path = STDLIB / "test" / "test_profile.py"
+    text = path.read_text()
+    assert "#--cut" + "-" * 70 in text
+    done = subprocess.run([sys.executable, "-c", _SPLIT_WORDS, str(path)], timeout=120,
+                          capture_output=True, text=True, check=True)
+    assert int(done.stdout) > 1000
+    words = RegexWordTokenizer().word_tokenize(text)
+    assert "-" * 74 in words and "--cut" in words  # the run stays one token
+    reasons, _ = _run(_text_table([text]))
+    assert len(reasons) == 1
 
 
 def _text_table(texts: list[str], source: str = "web") -> pa.Table:
