@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -40,7 +42,16 @@ def test_parquet_with_stack_columns_and_row_range_units(tmp_path: Path) -> None:
                           "repo": "max_stars_repo_name", "stars": "max_stars_count",
                           "license": "max_stars_repo_licenses"}}
     units, table = units_and_tables(source, tmp_path, max_docs=7)
-    assert len(units) == -(-n // 7)  # units of 7 rows, cut inside row groups of 16
+    # Row groups of 16 rows are over the limit: each is cut into 3 even ranges (5, 5, 6);
+    # no range spans two groups, since a range is decoded from its group's start.
+    ranges = [(u.payload["start"], u.payload["count"]) for u in units]
+    assert [start for start, _ in ranges] == list(
+        itertools.accumulate([count for _, count in ranges[:-1]], initial=0))
+    assert all(start // 16 == (start + count - 1) // 16 for start, count in ranges)
+    for group in range(0, n, 16):
+        counts = [count for start, count in ranges if start // 16 == group // 16]
+        assert len(counts) == -(-min(16, n - group) // 7)
+        assert max(counts) <= 7 and max(counts) - min(counts) <= 1
     assert table.column("text").to_pylist() == original.column("content").to_pylist()
     assert table.column("license")[0].as_py() == "PSF-2.0,0BSD"
     assert table.column("stars").to_pylist() == list(range(1, n + 1))
@@ -52,6 +63,29 @@ def test_parquet_with_stack_columns_and_row_range_units(tmp_path: Path) -> None:
     assert len(set(ids)) == n
     _, again = units_and_tables(source, tmp_path, max_docs=13)
     assert again.column("id").to_pylist() == ids  # ids do not depend on shard size
+
+
+def test_parquet_units_pack_whole_row_groups(tmp_path: Path) -> None:
+    files = stdlib_files("json", 30) + stdlib_files("email", 40)
+    path = tmp_path / "small-groups.parquet"
+    original = stack_parquet(path, files, row_group_size=5)
+    meta = pq.ParquetFile(path).metadata
+    source = {"name": "s", "kind": "code", "reader": {"type": "parquet", "paths": ["*.parquet"]},
+              "columns": {"text": "content"}}
+    units, table = units_and_tables(source, tmp_path, max_docs=12)
+    # Two whole groups of 5 per unit (a third would pass 12 rows); the planned bytes are
+    # the groups' own sizes.
+    assert {u.payload["start"] % 10 for u in units} == {0}
+    assert [u.payload["count"] for u in units[:-1]] == [10] * (len(units) - 1)
+    assert sum(u.bytes_hint for u in units) == sum(
+        meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    assert table.column("text").to_pylist() == original.column("content").to_pylist()
+    # A byte limit of the largest group's size: groups are packed by bytes, never cut.
+    largest = max(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    units, table = units_and_tables(source, tmp_path, max_docs=1000, max_bytes=largest)
+    assert all(u.payload["start"] % 5 == 0 and u.bytes_hint <= largest for u in units)
+    assert len(units) > 45 // 12
+    assert table.column("text").to_pylist() == original.column("content").to_pylist()
 
 
 def _stdlib_sources(limit: int = 800) -> list[Path]:
@@ -98,8 +132,11 @@ def test_parquet_unit_inside_a_large_row_group_streams_batch_rows(tmp_path: Path
     source = {"name": "stack", "kind": "code",
               "reader": {"type": "parquet", "paths": ["big.parquet"], "batch_rows": 8},
               "columns": {"text": "content", "path": "max_stars_repo_path"}}
-    middle = len(files) // 40 // 2
-    expected = _digest(original.column("content").to_pylist()[middle * 40:(middle + 1) * 40])
+    units, _ = units_and_tables(source, tmp_path, max_docs=40)
+    middle = len(units) // 2
+    start, count = units[middle].payload["start"], units[middle].payload["count"]
+    assert 0 < start and count <= 40
+    expected = _digest(original.column("content").to_pylist()[start:start + count])
     peak, digest = _read_peak(source, tmp_path, middle, max_docs=40)
     assert digest == expected
     # Reading whole row groups (the old reader) held more than the group's text; now a
@@ -149,9 +186,23 @@ def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> Non
                  for i, t in enumerate(paragraphs)], compress)
     source = {"name": "web", "kind": "text", "reader": {"type": "jsonl", "paths": ["web.*"]},
               "columns": {"text": "content", "url": "meta.url"}}
-    _, table = units_and_tables(source, tmp_path)
+    units, table = units_and_tables(source, tmp_path)
     assert table.column("text").to_pylist() == paragraphs
     assert table.column("url")[3].as_py() == "https://docs.python.org/3"
+    # The planned size is the decompressed one (exact under 256 KiB compressed).
+    plain = sum(len(json.dumps({"content": t, "meta": {"url": f"https://docs.python.org/{i}"}})
+                    .encode()) + 1 for i, t in enumerate(paragraphs))
+    assert abs(units[0].bytes_hint - plain) <= 1
+
+
+def test_compressed_jsonl_size_is_estimated_from_its_start(tmp_path: Path) -> None:
+    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(300)]
+    write_jsonl(tmp_path / "code.jsonl.gz", records, "gz")
+    plain = len(gzip.decompress((tmp_path / "code.jsonl.gz").read_bytes()))
+    assert (tmp_path / "code.jsonl.gz").stat().st_size > 2 * 2**18  # past the sample
+    source = {"name": "code", "kind": "code", "reader": {"type": "jsonl", "paths": ["*.gz"]}}
+    units, _ = units_and_tables(source, tmp_path)
+    assert 0.7 * plain < units[0].bytes_hint < 1.3 * plain, (units[0].bytes_hint, plain)
 
 
 def test_large_jsonl_is_read_as_byte_ranges_with_the_same_documents(tmp_path: Path) -> None:

@@ -1,15 +1,19 @@
 """Parquet input (The Stack, RefinedWeb, any local or hf:// / s3:// glob).
 
-Planning reads only the footers: files are cut into units of whole row ranges,
-so a shard never depends on how many workers read it. Hub parquet often holds
-more rows per row group than a shard, so a unit streams its row range in record
-batches of `batch_rows` and stops at its last row instead of decoding whole row
-groups: memory stays near one batch and one data page per column (plus the
-unit's own rows) whatever the row-group size.
+Planning reads only the footers: files are cut into units of row ranges, so a
+shard never depends on how many workers read it. Units are whole row groups
+packed up to the shard limits, so no unit decodes rows that another one reads:
+parquet can only be decoded from the start of a row group. Hub parquet often
+holds more rows per row group than a shard: such a group is cut into even row
+ranges, and a unit streams its range in record batches of `batch_rows` and stops
+at its last row: memory stays near one batch and one data page per column (plus
+the unit's own rows) whatever the row-group size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import pairwise
 from typing import Literal
 
 import pyarrow as pa
@@ -57,13 +61,10 @@ class ParquetReader:
                     raise ReaderError(f"{path}: not a readable parquet file ({error})") from error
                 units.append(self._unit(len(units), path, rel, 0, 0, 0, bad=str(error)))
                 continue
-            rows = meta.num_rows
-            bytes_per_row = max(1, sum(meta.row_group(i).total_byte_size
-                                       for i in range(meta.num_row_groups)) // max(rows, 1))
-            step = max(1, min(max_docs, max_bytes // bytes_per_row))
-            for start in range(0, rows, step):
-                count = min(step, rows - start)
-                units.append(self._unit(len(units), path, rel, start, count, count * bytes_per_row))
+            groups = [(meta.row_group(i).num_rows, meta.row_group(i).total_byte_size)
+                      for i in range(meta.num_row_groups)]
+            for start, count, size in row_ranges(groups, max_docs, max_bytes):
+                units.append(self._unit(len(units), path, rel, start, count, size))
         return units
 
     def _unit(self, index: int, path: str, rel: str, start: int, count: int, size: int,
@@ -146,6 +147,32 @@ class ParquetReader:
         columns["detail"] = pa.nulls(n, pa.string())
         return pa.Table.from_pydict({name: columns[name] for name in READ_SCHEMA.names},
                                     schema=READ_SCHEMA)
+
+
+def row_ranges(groups: list[tuple[int, int]], max_docs: int,
+               max_bytes: int) -> Iterator[tuple[int, int, int]]:
+    """(first row, rows, bytes) of each unit of a file whose row groups have these
+    (rows, uncompressed bytes): consecutive whole groups up to `max_docs` and
+    `max_bytes`; a group over either limit alone, cut into the fewest even row ranges
+    that keep to both."""
+    start = rows = size = 0
+    for group_rows, group_bytes in groups:
+        if not group_rows:
+            continue
+        if rows and (rows + group_rows > max_docs or size + group_bytes > max_bytes):
+            yield start, rows, size
+            start, rows, size = start + rows, 0, 0
+        if group_rows > max_docs or group_bytes > max_bytes:
+            pieces = min(group_rows, max(-(-group_rows // max_docs),
+                                         -(-group_bytes // max(max_bytes, 1))))
+            cuts = [group_rows * k // pieces for k in range(pieces + 1)]
+            for low, high in pairwise(cuts):
+                yield start + low, high - low, group_bytes * (high - low) // group_rows
+            start += group_rows
+        else:
+            rows, size = rows + group_rows, size + group_bytes
+    if rows:
+        yield start, rows, size
 
 
 # Column chunks are streamed through a buffer of this size (not pre-buffered whole, the
