@@ -49,9 +49,16 @@ class JsonlReader:
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         units: list[InputUnit] = []
+        expansion: dict[str, float] = {}  # by extension, from the first such file
         for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
-            size = file_size(path)  # compressed: a lower bound, for `lemur-data plan`
-            parts = 1 if path.endswith(_COMPRESSED) else max(1, -(-size // max_bytes))
+            size = file_size(path)
+            if path.endswith(_COMPRESSED):  # one unit; its size only informs `lemur-data plan`
+                ext = path.rsplit(".", 1)[-1]
+                expansion.setdefault(ext, _expansion(path))
+                units.append(InputUnit(self.source.name, len(units), {"path": path, "rel": rel},
+                                       bytes_hint=int(size * expansion[ext])))
+                continue
+            parts = max(1, -(-size // max_bytes))
             for k in range(parts):
                 payload = {"path": path, "rel": rel}
                 if parts > 1:
@@ -112,6 +119,25 @@ class JsonlReader:
         reason, detail = (("invalid_utf8", f"{where}: {bad_utf8}") if bad_utf8
                           else (None, None))
         rows.add(locator, text, reason, detail, **fields)
+
+
+_SAMPLE_BYTES = 1 << 18
+
+
+def _expansion(path: str) -> float:
+    """Decompressed bytes per compressed byte over the file's first 256 KiB (exact for a
+    smaller file; 1.0 if it can't be read): the size of a compressed input without
+    reading all of it."""
+    head, out = b"", 0
+    try:
+        with fsspec.open(path, "rb") as raw:
+            head = raw.read(_SAMPLE_BYTES)
+        with _decompressed(io.BytesIO(head), path) as handle:
+            while out < 256 * _SAMPLE_BYTES and (chunk := handle.read(1 << 16)):
+                out += len(chunk)
+    except Exception:  # noqa: BLE001 - the sample ends mid-stream; what was read counts
+        pass
+    return max(1.0, out / len(head)) if head else 1.0
 
 
 def _decompressed(raw: IO[bytes], path: str) -> IO[bytes]:
