@@ -64,8 +64,27 @@ class LocalCluster:
     def dashboard(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def _start(self, head: bool) -> str:
-        temp = tempfile.mkdtemp(prefix="lrc", dir="/tmp")  # short: unix socket paths
+    def _start(self, head: bool, attempts: int = 3) -> str:
+        """Start one node; a port taken between our pick and Ray's bind (other Ray
+        instances of the suite pick ports too) fails `ray start`: clean up, try again."""
+        for attempt in range(attempts):
+            temp = tempfile.mkdtemp(prefix="lrc", dir="/tmp")  # short: unix socket paths
+            try:
+                self._start_in(temp, head)
+            except RuntimeError as error:
+                print(f"attempt {attempt + 1}: {error}")  # shown if the test fails
+                self.kill_node(temp)  # what did start would otherwise outlive the suite
+                shutil.rmtree(temp, ignore_errors=True)
+                if attempt + 1 == attempts:
+                    raise
+                if head:
+                    self.gcs_port, self.dashboard_port = free_port(), free_port()
+                continue
+            self.temp_dirs.append(temp)
+            return temp
+        raise AssertionError("unreachable")
+
+    def _start_in(self, temp: str, head: bool) -> None:
         workers = free_port_range()
         args = ["ray", "start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
                 "--disable-usage-stats", "--temp-dir", temp,
@@ -84,8 +103,6 @@ class LocalCluster:
                                 timeout=180)
         if result.returncode != 0:
             raise RuntimeError(f"ray start failed: {result.stdout[-2000:]}{result.stderr[-2000:]}")
-        self.temp_dirs.append(temp)
-        return temp
 
     def start(self, nodes: int = 2) -> LocalCluster:
         self._start(head=True)
