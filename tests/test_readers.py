@@ -135,7 +135,7 @@ def test_parquet_unit_inside_a_large_row_group_streams_batch_rows(tmp_path: Path
     units, _ = units_and_tables(source, tmp_path, max_docs=40)
     middle = len(units) // 2
     start, count = units[middle].payload["start"], units[middle].payload["count"]
-    assert 0 < start and count <= 40
+    assert start > 0 and count <= 40
     expected = _digest(original.column("content").to_pylist()[start:start + count])
     peak, digest = _read_peak(source, tmp_path, middle, max_docs=40)
     assert digest == expected
