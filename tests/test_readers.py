@@ -18,6 +18,7 @@ import pytest
 
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.stages.readers import jsonl as jsonl_reader
 from lemur_data.stages.readers.common import ReaderError
 from realdata import PURELIB, STDLIB, prose_paragraphs, stack_parquet, stdlib_files, write_jsonl
 
@@ -195,7 +196,8 @@ def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> Non
     assert abs(units[0].bytes_hint - plain) <= 1
 
 
-def test_compressed_jsonl_size_is_estimated_from_its_start(tmp_path: Path) -> None:
+def test_compressed_jsonl_size_is_estimated_from_its_start(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(300)]
     write_jsonl(tmp_path / "code.jsonl.gz", records, "gz")
     plain = len(gzip.decompress((tmp_path / "code.jsonl.gz").read_bytes()))
@@ -203,6 +205,18 @@ def test_compressed_jsonl_size_is_estimated_from_its_start(tmp_path: Path) -> No
     source = {"name": "code", "kind": "code", "reader": {"type": "jsonl", "paths": ["*.gz"]}}
     units, _ = units_and_tables(source, tmp_path)
     assert 0.7 * plain < units[0].bytes_hint < 1.3 * plain, (units[0].bytes_hint, plain)
+    # Sampled once per extension: a second .gz file is sized with the first one's ratio
+    # (one small read per source, not one per file).
+    write_jsonl(tmp_path / "more.jsonl.gz", records[:50], "gz")
+    sampled: list[str] = []
+    measure = jsonl_reader._expansion
+    monkeypatch.setattr(jsonl_reader, "_expansion",
+                        lambda path: sampled.append(path) or measure(path))
+    units, _ = units_and_tables(source, tmp_path)
+    assert [Path(p).name for p in sampled] == ["code.jsonl.gz"]
+    sizes = [(tmp_path / name).stat().st_size for name in ("code.jsonl.gz", "more.jsonl.gz")]
+    ratios = [u.bytes_hint / size for u, size in zip(units, sizes, strict=True)]
+    assert abs(ratios[0] - ratios[1]) < 0.01 * ratios[0], ratios
 
 
 def test_large_jsonl_is_read_as_byte_ranges_with_the_same_documents(tmp_path: Path) -> None:

@@ -54,11 +54,11 @@ class JsonlReader:
             size = file_size(path)
             if path.endswith(_COMPRESSED):  # one unit; its size only informs `lemur-data plan`
                 ext = path.rsplit(".", 1)[-1]
-                expansion.setdefault(ext, _expansion(path))
-                units.append(InputUnit(self.source.name, len(units), {"path": path, "rel": rel},
-                                       bytes_hint=int(size * expansion[ext])))
-                continue
-            parts = max(1, -(-size // max_bytes))
+                if ext not in expansion:
+                    expansion[ext] = _expansion(path)
+                parts, size = 1, int(size * expansion[ext])
+            else:
+                parts = max(1, -(-size // max_bytes))
             for k in range(parts):
                 payload = {"path": path, "rel": rel}
                 if parts > 1:
