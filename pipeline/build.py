@@ -13,9 +13,8 @@ from rich.console import Console
 from lemur_data.pipeline.executor import connect, run_phase
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.pipeline.planner import RunPlan, plan_run
-from lemur_data.pipeline.profile import merge_profiles
 from lemur_data.pipeline.progress import Mode, phase_progress
-from lemur_data.pipeline.stats import check_accounting, stage_stats
+from lemur_data.pipeline.stats import run_stats
 from lemur_data.stages import storage
 
 
@@ -93,38 +92,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         cpu[step.label] = step_usage.get("cpu_seconds", 0.0)
     if after_tasks is not None:
         after_tasks()
-    stages = stage_stats(rows, order)
-    for stage in stages:
-        stage.update(global_summaries.get(stage["name"], {}))
-    params = {spec.name: spec.params.model_dump(mode="json") for spec in manifest.stage_specs}
-    for stage in stages:
-        stage.setdefault("params", params.get(stage["name"], {}))
-    check_accounting(stages)
-    stats = {
-        "manifest": manifest.name,
-        "fingerprint": manifest.fingerprint(),
-        "shards": len(plan.output_shards),
-        "input": stages[0]["in"] if stages else {"docs": 0, "bytes": 0},
-        "output": {**(stages[-1]["kept"] if stages else {"docs": 0, "bytes": 0}),
-                   "by_source": {k: v["kept"] for k, v in stages[-1]["by_source"].items()}
-                   if stages else {},
-                   "by_lang": {k: v["kept"] for k, v in stages[-1]["by_lang"].items()}
-                   if stages else {},
-                   "shards": sorted(p.rsplit("/", 1)[-1] for p in plan.output_shards.values()),
-                   "dir": [s for s in plan.steps if s.kind == "documents"][-1].out_dir
-                   .replace(run_dir.rstrip("/") + "/", "")},
-        "stages": stages,
-        "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
-    }
-    mix = global_summaries.get("mix")
-    if mix:  # tokens available / used / epochs per component, realized vs target shares
-        stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
-        stats["megatron"] = mix["megatron"]
-    # Tokens, licenses, lengths and syntax checks of the kept documents (the last step's
-    # tasks described their shards).
-    stats["profile"] = merge_profiles(shard_profiles)
-    if "tokens" in stats["profile"]:
-        stats["output"]["tokens"] = stats["profile"]["tokens"]
+    stats = run_stats(manifest, plan, run_dir, rows, order, global_summaries, shard_profiles)
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.
@@ -132,7 +100,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
     if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
-        from lemur_data.pipeline.launch import write_launch
+        from lemur_data.pipeline.launch.run import write_launch
 
         write_launch(manifest, run_dir)
     seconds = time.perf_counter() - started

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from lemur_data.stages import storage
+from lemur_data.stages.registry import STAGE_INFO
 
 Include = Literal["none", "parquet", "megatron"]
 
@@ -36,19 +37,6 @@ SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"
                    (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
                    (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"),
                    (1_000_000_000_000, "100B<n<1T")]
-STAGE_NOTES = {
-    "ingest": "reads every source; removes empty, undecodable and over-large documents",
-    "langid": "language identification (fastText lid.176 for text, file-type table for code)",
-    "quality": "heuristic quality rules (The Stack / StarCoder for code; Gopher, C4, "
-               "FineWeb for text)",
-    "syntax": "tree-sitter parse; removes files whose share of bytes under ERROR/MISSING "
-              "nodes is over the language's threshold",
-    "exact_dedup": "exact deduplication: one copy of each distinct text survives",
-    "minhash": "MinHash LSH near-deduplication: one document per cluster survives",
-    "decontaminate": "removes documents overlapping evaluation benchmarks",
-    "pii": "personal data (emails, keys, IPs) redaction or removal",
-    "tokenize": "token ids per document, EOS after each (removes nothing)",
-}
 
 
 def size_category(docs: int) -> str:
@@ -138,7 +126,7 @@ def _stages(stats: dict[str, Any]) -> str:
     parts = []
     for number, stage in enumerate(stats.get("stages") or [], start=1):
         name = stage["name"]
-        note = STAGE_NOTES.get(name, "")
+        note = STAGE_INFO[name].about if name in STAGE_INFO else ""
         parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
                      f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
                      f"removed {stage['removed']['docs']:,} "

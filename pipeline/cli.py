@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lemur-data",
         description="Curate a code-intensive pretraining corpus (The Stack + web text) into "
-                    "Megatron-LM shards, on Ray. See README.md for the manifest reference.",
+                    "Megatron-LM shards, on Ray. Manifest reference: docs/manifest.md.",
         epilog="Exit codes: 0 success; 2 usage or manifest error (also a run folder of "
                "another manifest, a folder that is not a finished run, a launch refused by "
                "a failed check); 1 a run, push or training that failed.")
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plan":
         return _plan(manifest, run_dir, args.cores_per_node)
     if args.command == "launch":
-        from lemur_data.pipeline.launch import launch_command
+        from lemur_data.pipeline.launch.run import launch_command
 
         return launch_command(manifest, run_dir, args, console)
     return _build(manifest, run_dir, args, console)

@@ -1,7 +1,7 @@
 """What a full run costs: core-hours, disk and memory per stage, and nodes for a day.
 
 Rates are per-core throughputs measured by the benchmarks in tests/bench/ on this
-project's reference machine (2-core x86_64, 2026-11-30; README has the table).
+project's reference machine (2-core x86_64, 2026-11-30; docs/benchmarks.md).
 Every stage is charged for the whole input (an upper bound: in practice each
 filter shrinks what the next one reads), so the answer errs on the safe side.
 """
@@ -12,27 +12,9 @@ import math
 from dataclasses import dataclass
 
 from lemur_data.pipeline.manifest import Manifest
-from lemur_data.stages.base import GlobalStage
-from lemur_data.stages.registry import STAGES
+from lemur_data.stages.registry import STAGE_INFO
 
-# MB/s per core, by stage and document kind, measured by tests/bench/ (README):
-# bench_filters.py (langid 6.2 text; code quality 35; text quality 0.8 with datatrove's
-# Gopher/C4/FineWeb rules), bench_syntax.py (1.9), bench_minhash.py (58 for signatures;
-# ~20 with buckets, verification and components), bench_decontam_pii.py (4.5 and 15),
-# bench_tokenize.py and the demo's cpu_seconds for ingest, dedup and tokenize.
-# A stage that skips a kind (syntax on text, langid on code) costs ~nothing there.
-RATES_MB_S: dict[str, dict[str, float]] = {
-    "ingest": {"code": 40.0, "text": 40.0},
-    "langid": {"code": 500.0, "text": 6.2},
-    "quality": {"code": 35.0, "text": 0.8},
-    "syntax": {"code": 1.9, "text": 1000.0},
-    "exact_dedup": {"code": 60.0, "text": 60.0},
-    "minhash": {"code": 20.0, "text": 20.0},
-    "decontaminate": {"code": 4.5, "text": 4.5},
-    "pii": {"code": 15.0, "text": 15.0},
-    "tokenize": {"code": 3.0, "text": 3.0},
-    "mix": {"code": 50.0, "text": 50.0},
-}
+# stage rates (MB/s per core) live in stages/registry.py with the other facts of a stage
 DEFAULT_RATE_MB_S = 5.0
 WORKER_BASE_MB = 900.0  # a Ray worker with parsers and models loaded (bench_memory.py)
 PARQUET_RATIO = 0.35  # zstd parquet bytes per text byte, measured on the demo output
@@ -58,7 +40,7 @@ def stage_names(manifest: Manifest) -> list[str]:
 
 
 def _is_global(stage: str) -> bool:
-    return stage == "mix" or (stage in STAGES and issubclass(STAGES[stage], GlobalStage))
+    return stage in STAGE_INFO and STAGE_INFO[stage].is_global
 
 
 def _partitions(manifest: Manifest, stage: str) -> int:
@@ -77,7 +59,8 @@ def estimate(manifest: Manifest, bytes_by_kind: dict[str, int]) -> list[StageCos
     writes = {name for i, name in enumerate(names)
               if i + 1 == len(names) or _is_global(names[i + 1])}
     for stage in names:
-        rates = RATES_MB_S.get(stage, {})
+        info = STAGE_INFO.get(stage)
+        rates = dict(zip(("code", "text"), info.rate_mb_s, strict=True)) if info else {}
         core_hours = sum(size / 1e6 / rates.get(kind, DEFAULT_RATE_MB_S) / 3600
                          for kind, size in bytes_by_kind.items())
         # a fused step writes its kept shards once, after its last document stage

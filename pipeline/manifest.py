@@ -30,13 +30,13 @@ from pydantic import (
     field_validator,
 )
 
+from lemur_data.pipeline.launch.plan import TrainConfig
 from lemur_data.stages.base import StageParams
-from lemur_data.stages.documents import MAPPABLE_COLUMNS
-from lemur_data.stages.ingest import ReaderConfig
-from lemur_data.stages.megatron_launch import TrainConfig
+from lemur_data.stages.ingest import READERS, ReaderConfig
 from lemur_data.stages.readers.common import SourceInfo
 from lemur_data.stages.registry import STAGES
-from lemur_data.stages.tokenizers import TokenizerConfig
+from lemur_data.stages.storage import MAPPABLE_COLUMNS
+from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
 
 
 class ManifestError(Exception):
@@ -110,7 +110,7 @@ class OutputSpec(Strict):
 
 
 class TrainSpec(TrainConfig):
-    """`train:`: the Megatron-LM run on the packed data (stages/megatron_launch.py)."""
+    """`train:`: the Megatron-LM run on the packed data (pipeline/launch/)."""
 
 
 class Manifest(Strict):
@@ -202,7 +202,7 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
         elif item["type"] == "union_tag_invalid":
             message = f"unknown reader type; expected one of {item['ctx']['expected_tags']}"
         elif item["type"] == "union_tag_not_found":
-            message = "reader needs a `type` key (parquet, jsonl, hf_dataset, tree, files, ...)"
+            message = f"reader needs a `type` key, one of: {', '.join(READERS)}"
         given = item.get("input")
         if item["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
             message += f" (got {given!r})"
@@ -210,15 +210,12 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
     return lines
 
 
-_READER_TAGS = {"parquet", "jsonl", "hf_dataset", "tree", "files", "python_object"}
-
-
 def _key_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for i, part in enumerate(loc):
         if isinstance(part, int):
             out += f"[{part}]"
-        elif i > 0 and loc[i - 1] == "reader" and part in _READER_TAGS:
+        elif i > 0 and loc[i - 1] == "reader" and part in READERS:
             continue  # pydantic's discriminator tag is not a key the user wrote
         else:
             out += ("." if out else "") + str(part)

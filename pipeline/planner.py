@@ -24,12 +24,12 @@ from lemur_data.stages.base import (
     Task,
 )
 from lemur_data.stages.ingest import plan_units
-from lemur_data.stages.mix import MixAndPack
-from lemur_data.stages.mix_params import MixParams
+from lemur_data.stages.mix.params import MixParams
+from lemur_data.stages.mix.stage import MixAndPack
 from lemur_data.stages.readers.common import InputUnit
 from lemur_data.stages.registry import STAGES
-from lemur_data.stages.tokenize import Tokenize, TokenizeParams
-from lemur_data.stages.tokenizers import TokenizerConfig
+from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams
+from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
 
 
 @dataclass(frozen=True)

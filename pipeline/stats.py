@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from lemur_data.pipeline.manifest import Manifest
+from lemur_data.pipeline.planner import RunPlan
+from lemur_data.pipeline.profile import merge_profiles
+
 Counts = dict[str, int]
 
 
@@ -101,3 +105,44 @@ def check_accounting(stages: list[dict[str, Any]]) -> None:
                 f"stage {stage['name']} saw {stage['in']['docs']} documents but "
                 f"{previous['name']} kept {previous['kept']['docs']}")
         previous = stage
+
+
+def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[str, Any]],
+              order: list[str], global_summaries: dict[str, Any],
+              shard_profiles: list[dict[str, Any]]) -> dict[str, Any]:
+    """stats.json: per-stage counts (checked: in = kept + removed), the global stages'
+    own figures, the output, mixture and Megatron summaries, and the output profile."""
+    stages = stage_stats(rows, order)
+    for stage in stages:
+        stage.update(global_summaries.get(stage["name"], {}))
+    params = {spec.name: spec.params.model_dump(mode="json") for spec in manifest.stage_specs}
+    for stage in stages:
+        stage.setdefault("params", params.get(stage["name"], {}))
+    check_accounting(stages)
+    last = stages[-1] if stages else None
+    stats: dict[str, Any] = {
+        "manifest": manifest.name,
+        "fingerprint": manifest.fingerprint(),
+        "shards": len(plan.output_shards),
+        "input": stages[0]["in"] if stages else {"docs": 0, "bytes": 0},
+        "output": {**(last["kept"] if last else {"docs": 0, "bytes": 0}),
+                   "by_source": {k: v["kept"] for k, v in last["by_source"].items()}
+                   if last else {},
+                   "by_lang": {k: v["kept"] for k, v in last["by_lang"].items()}
+                   if last else {},
+                   "shards": sorted(p.rsplit("/", 1)[-1] for p in plan.output_shards.values()),
+                   "dir": [s for s in plan.steps if s.kind == "documents"][-1].out_dir
+                   .replace(run_dir.rstrip("/") + "/", "")},
+        "stages": stages,
+        "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
+    }
+    mix = global_summaries.get("mix")
+    if mix:  # tokens available / used / epochs per component, realized vs target shares
+        stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
+        stats["megatron"] = mix["megatron"]
+    # Tokens, licenses, lengths and syntax checks of the kept documents (the last step's
+    # tasks described their shards).
+    stats["profile"] = merge_profiles(shard_profiles)
+    if "tokens" in stats["profile"]:
+        stats["output"]["tokens"] = stats["profile"]["tokens"]
+    return stats

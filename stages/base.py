@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,6 +44,10 @@ class StageParams(BaseModel):
     """Apply only to documents of these sources (default: all)."""
     kinds: list[Literal["code", "text"]] | None = None
     """Apply only to documents of these kinds (default: all)."""
+
+
+P = TypeVar("P", bound=StageParams)
+"""A stage's own parameter model; `self.params` has that type."""
 
 
 def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
@@ -88,18 +92,19 @@ class StageResult:
         return cls(table, pa.nulls(table.num_rows, pa.string()))
 
 
-class DocumentStage(ABC):
+class DocumentStage(ABC, Generic[P]):
     """A per-document stage. Instances are built once per worker and reused."""
 
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
+    """The class manifest parameters are validated with (the stage's `P`)."""
     count_columns: ClassVar[tuple[str, ...]] = ()
     """Added columns that stats also count by (e.g. syntax_checked: checked or not)."""
     total_columns: ClassVar[tuple[str, ...]] = ()
     """Added integer columns stats sums under the stage's `totals` (e.g. pii_emails)."""
 
-    def __init__(self, params: StageParams) -> None:
-        self.params = params
+    def __init__(self, params: P) -> None:
+        self.params: P = params
 
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Load models or parsers. Called once per worker before the first shard."""
@@ -153,14 +158,14 @@ class GlobalContext:
     partitions: int
 
 
-class GlobalStage(ABC):
+class GlobalStage(ABC, Generic[P]):
     """A stage that must see every shard before deciding (dedup, mixing)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
 
-    def __init__(self, params: StageParams) -> None:
-        self.params = params
+    def __init__(self, params: P) -> None:
+        self.params: P = params
 
     @abstractmethod
     def phases(self, ctx: GlobalContext) -> list[Phase]:

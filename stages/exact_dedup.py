@@ -106,7 +106,7 @@ def _empty_drops() -> pa.Table:
                       ("kept_id", pa.string())]).empty_table()
 
 
-class ExactDedupApplier(DocumentStage):
+class ExactDedupApplier(DocumentStage[ExactDedupParams]):
     name = "exact_dedup"
     Params = ExactDedupParams
 
@@ -129,12 +129,12 @@ class ExactDedupApplier(DocumentStage):
         return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
 
-class ExactDedup(GlobalStage):
+class ExactDedup(GlobalStage[ExactDedupParams]):
     name = "exact_dedup"
     Params = ExactDedupParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
-        p: ExactDedupParams = self.params  # type: ignore[assignment]
+        p = self.params
         hash_dir = storage.join(ctx.work_dir, "hashes")
         parts = [f"part-{part:04d}.parquet" for part in range(p.partitions)]
         hashing = Phase("hash", [

@@ -6,30 +6,27 @@ document gets whatever its format: empty text, NUL bytes, oversize.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Union, get_args
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
 from lemur_data.stages.readers.common import InputUnit, SourceInfo
-from lemur_data.stages.readers.files import FilesParams, FilesReader, TreeParams, TreeReader
-from lemur_data.stages.readers.hf_dataset import HFDatasetParams, HFDatasetReader
-from lemur_data.stages.readers.jsonl import JsonlParams, JsonlReader
-from lemur_data.stages.readers.parquet import ParquetParams, ParquetReader
-from lemur_data.stages.readers.python_object import PythonObjectParams, PythonObjectReader
+from lemur_data.stages.readers.files import FilesReader, TreeReader
+from lemur_data.stages.readers.hf_dataset import HFDatasetReader
+from lemur_data.stages.readers.jsonl import JsonlReader
+from lemur_data.stages.readers.parquet import ParquetReader
+from lemur_data.stages.readers.python_object import PythonObjectReader
 
-READERS: dict[str, Any] = {
-    "parquet": ParquetReader,
-    "jsonl": JsonlReader,
-    "hf_dataset": HFDatasetReader,
-    "tree": TreeReader,
-    "files": FilesReader,
-    "python_object": PythonObjectReader,
-}
+# The one list of readers: a reader's manifest name is its Params' `type` literal.
+_READER_CLASSES = (ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader,
+                   PythonObjectReader)
+READERS: dict[str, Any] = {get_args(r.Params.model_fields["type"].annotation)[0]: r
+                           for r in _READER_CLASSES}
 
 ReaderConfig = Annotated[
-    ParquetParams | JsonlParams | HFDatasetParams | TreeParams | FilesParams | PythonObjectParams,
+    Union[tuple(r.Params for r in _READER_CLASSES)],  # noqa: UP007 - built from the list
     Field(discriminator="type"),
 ]
 

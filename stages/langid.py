@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from lemur_data.filters.code_language import detect_code_language
-from lemur_data.filters.lid import FastTextLanguageID
+from lemur_data.filters.langid.code import detect_code_language
+from lemur_data.filters.langid.text import FastTextLanguageID
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
 
 
@@ -57,7 +57,7 @@ class LangIdParams(StageParams):
     """Language check for kind=code documents; null passes code through untouched."""
 
 
-class LangId(DocumentStage):
+class LangId(DocumentStage[LangIdParams]):
     name = "langid"
     Params = LangIdParams
 
@@ -66,7 +66,7 @@ class LangId(DocumentStage):
         self._lid: FastTextLanguageID | None = None
 
     def setup(self) -> None:
-        p: LangIdParams = self.params  # type: ignore[assignment]
+        p = self.params
         if p.text is not None:
             self._lid = FastTextLanguageID(p.text.model, p.text.max_chars)
             self._lid.model  # noqa: B018 - load once per worker, not on the first shard
@@ -75,7 +75,7 @@ class LangId(DocumentStage):
         return [pa.field("lang_score", pa.float32())]
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        p: LangIdParams = self.params  # type: ignore[assignment]
+        p = self.params
         kinds = docs.column("kind").to_pylist()
         sources = docs.column("source").to_pylist()
         langs: list[str | None] = docs.column("lang").to_pylist()

@@ -1,7 +1,7 @@
 """Redact personal data and secrets in place: every document is kept, its text rewritten.
 
 Emails, public IP addresses, keys/tokens and private key blocks become
-`<EMAIL>`, `<IP_ADDRESS>`, `<KEY>`, `<PRIVATE_KEY>` (rules in filters/pii_rules.py).
+`<EMAIL>`, `<IP_ADDRESS>`, `<KEY>`, `<PRIVATE_KEY>` (rules in filters/pii.py).
 The counts per kind go into the columns `pii_emails`, `pii_ip_addresses`,
 `pii_keys`, `pii_private_keys`, so stats can sum what was redacted.
 """
@@ -13,7 +13,7 @@ from collections import Counter
 import pyarrow as pa
 from pydantic import Field
 
-from lemur_data.filters.pii_rules import find_pii, redact
+from lemur_data.filters.pii import find_pii, redact
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
 
 COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
@@ -37,7 +37,7 @@ class PiiParams(StageParams):
     """Bits per character a value assigned to a key-like name needs to count as a key."""
 
 
-class Pii(DocumentStage):
+class Pii(DocumentStage[PiiParams]):
     total_columns = tuple(COLUMNS.values())
     name = "pii"
     Params = PiiParams
@@ -46,7 +46,7 @@ class Pii(DocumentStage):
         return [pa.field(column, pa.int32()) for column in COLUMNS.values()]
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        p: PiiParams = self.params  # type: ignore[assignment]
+        p = self.params
         texts: list[str] = []
         counts: dict[str, list[int]] = {kind: [] for kind in COLUMNS}
         for text in docs.column("text").to_pylist():

@@ -31,11 +31,11 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from lemur_data.filters import code_rules
+from lemur_data.filters.quality import code_rules
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
-    from lemur_data.filters.text_rules import TextRule
+    from lemur_data.filters.quality.text_rules import TextRule
 
 
 class _Strict(BaseModel):
@@ -85,7 +85,7 @@ class CodeRuleOverrides(_Strict):
 
 class CodeQualityParams(CodeRuleOverrides):
     preset: Literal["starcoder2", "starcoder", "the-stack", "none"] = "starcoder2"
-    """Where defaults and per-language exemptions come from (see filters/code_rules.py)."""
+    """Where defaults and per-language exemptions come from (see filters/quality/code_rules.py)."""
     languages: dict[str, CodeRuleOverrides] = {}
     """Per programming language overrides, applied last."""
 
@@ -235,7 +235,11 @@ class TextQualityConfig(_Strict):
     tests/bench/bench_filters.py)."""
 
     def rules(self) -> list[TextRule]:
-        from lemur_data.filters.text_rules import TEXT_FILTER_NAMES, RegexWordTokenizer, build_rule
+        from lemur_data.filters.quality.text_rules import (
+            TEXT_FILTER_NAMES,
+            RegexWordTokenizer,
+            build_rule,
+        )
 
         splitter: RegexWordTokenizer | str = ("en" if self.tokenizer == "spacy"
                                               else RegexWordTokenizer())
@@ -271,7 +275,7 @@ _CODE_COLUMNS = [pa.field("q_lines", pa.int64()), pa.field("q_max_line", pa.int6
 _TEXT_COLUMNS = [pa.field("q_words", pa.int64()), pa.field("q_mean_word_len", pa.float32())]
 
 
-class Quality(DocumentStage):
+class Quality(DocumentStage[QualityParams]):
     name = "quality"
     Params = QualityParams
 
@@ -285,12 +289,12 @@ class Quality(DocumentStage):
 
     @cached_property
     def _code_table(self) -> CodeThresholdTable | None:
-        p: QualityParams = self.params  # type: ignore[assignment]
+        p = self.params
         return CodeThresholdTable(p.code) if p.code is not None else None
 
     @cached_property
     def _text_rules(self) -> dict[str | None, list[TextRule]]:
-        p: QualityParams = self.params  # type: ignore[assignment]
+        p = self.params
         if p.text is None:
             return {}
         rules: dict[str | None, list[TextRule]] = {None: p.text.rules()}
@@ -350,7 +354,7 @@ class Quality(DocumentStage):
 
     def _text(self, docs: pa.Table, rows: list[int], reasons: list[str | None],
               columns: dict[str, list[Any]]) -> dict[int, str]:
-        from lemur_data.filters.text_rules import check_text, word_metrics
+        from lemur_data.filters.quality.text_rules import check_text, word_metrics
 
         rules = self._text_rules
         texts = docs.column("text").take(pa.array(rows, pa.int64())).to_pylist()

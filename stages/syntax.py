@@ -5,7 +5,7 @@ MISSING nodes (tokens the parser had to invent, which span no bytes), and the
 count of openers and closers left unmatched (brackets, `#if`, HTML elements). Plain
 `has_error` would be wrong as a rule: it rejects a third of real C and C++
 (macros the grammar cannot expand), so every threshold is per language and
-calibrated on real files (tests/calibration/, numbers in the README).
+calibrated on real files (tests/calibration/, numbers in docs/stages.md).
 
 Documents in a language without a grammar pass through with
 `syntax_checked = false`. One parser per language is built once per worker
@@ -14,15 +14,13 @@ and reused; a size cap and a parse timeout bound the cost of one file.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import pyarrow as pa
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
-from lemur_data.filters import syntax_check
+from lemur_data.filters.syntax import check as syntax_check
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
 
-# Calibrated on real files (tests/calibration/, table in the README). Two signals: the
+# Calibrated on real files (tests/calibration/, table in docs/stages.md). Two signals: the
 # grammar's error share and MISSING tokens, and what the file leaves unclosed
 # (`unbalanced`: brackets, `#if`/`#endif`, always-closed HTML elements). Where the
 # grammar parses every real file (Python, Java, Go, ...; TypeScript, TSX and C# once
@@ -111,10 +109,10 @@ COLUMNS = [
 ]
 
 
-class Syntax(DocumentStage):
+class Syntax(DocumentStage[SyntaxParams]):
     name = "syntax"
     count_columns = ("syntax_checked",)
-    Params: ClassVar[type[StageParams]] = SyntaxParams
+    Params = SyntaxParams
 
     def __init__(self, params: SyntaxParams) -> None:
         super().__init__(params)
@@ -128,7 +126,7 @@ class Syntax(DocumentStage):
         return list(COLUMNS)
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        p: SyntaxParams = self.params  # type: ignore[assignment]
+        p = self.params
         if not self._checkers:
             self.setup()
         n = docs.num_rows

@@ -22,17 +22,17 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
-from lemur_data.filters.decontam_match import BenchmarkMatcher, ItemPart
+from lemur_data.filters.decontaminate import BenchmarkMatcher, ItemPart
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
-from lemur_data.stages.decontam_benchmarks import (
+from lemur_data.stages.decontaminate.benchmarks import (
     BENCHMARKS,
     BenchmarkUnavailable,
     load_benchmark,
     package_file,
     read_rows,
 )
-from lemur_data.stages.decontaminate import DecontaminateParams
+from lemur_data.stages.decontaminate.stage import DecontaminateParams
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])
@@ -290,8 +290,8 @@ def test_filters_do_no_io() -> None:
     io_modules = ("fsspec", "datasets", "huggingface_hub", "gzip", "pyarrow.parquet", "urllib",
                   "requests", "lemur_data.stages", "lemur_data.pipeline")
     filters_dir = Path(__file__).resolve().parents[1] / "filters"
-    sources = sorted(filters_dir.glob("*.py"))
-    assert any(p.name == "decontam_match.py" for p in sources)
+    sources = sorted(filters_dir.rglob("*.py"))
+    assert any(p.name == "decontaminate.py" for p in sources)
     found = []
     for path in sources:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):

@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lemur_data.filters.code_language import detect_code_language
-from lemur_data.filters.lid import FastTextLanguageID, default_model_path
+from lemur_data.filters.langid.code import detect_code_language
+from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.documents import documents_table
 from lemur_data.stages.langid import LangId, LangIdParams
+from lemur_data.stages.storage import documents_table
 from realdata import STDLIB, prose_paragraphs, write_jsonl
 from runs import removed_reasons, run_build
 
@@ -184,7 +184,7 @@ def test_headers_resolved_by_content() -> None:
 
 
 def test_code_table_covers_the_stacks_main_languages() -> None:
-    from lemur_data.filters.code_language import EXTENSIONS, FILENAMES, INTERPRETERS
+    from lemur_data.filters.langid.code import EXTENSIONS, FILENAMES, INTERPRETERS
 
     known = set(EXTENSIONS.values()) | set(FILENAMES.values()) | set(INTERPRETERS.values())
     main = {"Python", "JavaScript", "TypeScript", "Java", "C", "C++", "C#", "Go", "Rust", "PHP",

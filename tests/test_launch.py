@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lemur_data.pipeline.launch import prepare
-from lemur_data.pipeline.manifest import ManifestError, load_manifest, parse_manifest
-from lemur_data.stages.megatron_checks import (
+from lemur_data.pipeline.launch.checks import (
     bundled_flags,
     check_data,
     check_flags,
@@ -27,10 +25,12 @@ from lemur_data.stages.megatron_checks import (
     check_tokenizer,
     read_data_args,
 )
-from lemur_data.stages.megatron_launch import TrainConfig, render, train_iters
-from lemur_data.stages.megatron_nodes import first_slurm_host, resolve_distributed
-from lemur_data.stages.megatron_tokenizer import TokenizerFiles, stage_tokenizer
-from lemur_data.stages.tokenizers import TokenizerConfig
+from lemur_data.pipeline.launch.nodes import first_slurm_host, resolve_distributed
+from lemur_data.pipeline.launch.plan import TrainConfig, render, train_iters
+from lemur_data.pipeline.launch.run import prepare
+from lemur_data.pipeline.launch.tokenizer_files import TokenizerFiles, stage_tokenizer
+from lemur_data.pipeline.manifest import ManifestError, load_manifest, parse_manifest
+from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
 from realdata import STDLIB
 from runs import run_build
 

@@ -20,11 +20,11 @@ from datasketch import MinHash as DatasketchMinHash
 from datasketch import MinHashLSH
 from datasketch.lsh import _optimal_param
 
-from lemur_data.filters import shingles as sh
+from lemur_data.filters.minhash import shingles as sh
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
-from lemur_data.stages import minhash_signatures as sig
-from lemur_data.stages.minhash_params import MinHashParams, optimal_bands_rows
+from lemur_data.stages.minhash import hashing as sig
+from lemur_data.stages.minhash.params import MinHashParams, optimal_bands_rows
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 DEBIAN = Path("/usr/lib/python3.11")  # .ci/apt-packages.txt: libpython3.11-stdlib

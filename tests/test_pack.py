@@ -23,8 +23,8 @@ import pytest
 from lemur_data.pipeline.build import BuildResult, build
 from lemur_data.pipeline.executor import RunError
 from lemur_data.pipeline.manifest import parse_manifest
-from lemur_data.stages.megatron_writer import Packer, ShardedWriter
-from lemur_data.stages.tokenizers import DEFAULT_PACKAGE_MODEL, package_file
+from lemur_data.stages.mix.indexed_dataset import Packer, ShardedWriter
+from lemur_data.stages.tokenize.tokenizer import DEFAULT_PACKAGE_MODEL, package_file
 
 warnings.filterwarnings("ignore", message=".*Transformer Engine and Apex.*")
 from megatron.core.datasets.indexed_dataset import IndexedDataset  # noqa: E402

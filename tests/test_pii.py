@@ -15,10 +15,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lemur_data.filters.pii_rules import PLACEHOLDERS, find_pii, redact
+from lemur_data.filters.pii import PLACEHOLDERS, find_pii, redact
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.documents import documents_table
 from lemur_data.stages.pii import Pii, PiiParams
+from lemur_data.stages.storage import documents_table
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 HOSTS = ["dataclasses.py", "configparser.py", "shlex.py", "fnmatch.py", "heapq.py",

@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 from test_langid import man_paragraphs
 
-from lemur_data.filters import code_rules
-from lemur_data.filters.text_rules import RegexWordTokenizer, build_rule
+from lemur_data.filters.quality import code_rules
+from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.documents import documents_table
 from lemur_data.stages.quality import Quality, QualityParams
+from lemur_data.stages.storage import documents_table
 from realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
 from runs import removed_reasons, run_build
 
@@ -208,7 +208,7 @@ def test_regex_splitter_agrees_with_datatrove_spacy_decisions() -> None:
     assert sum(rates.values()) / len(rates) >= 0.95, rates
 
 
-_SPLIT_WORDS = ("import sys; from lemur_data.filters.text_rules import RegexWordTokenizer; "
+_SPLIT_WORDS = ("import sys; from lemur_data.filters.quality.text_rules import RegexWordTokenizer; "
                 "print(len(RegexWordTokenizer().word_tokenize(open(sys.argv[1]).read())))")
 
 

@@ -8,16 +8,31 @@ import sys
 import pytest
 
 from lemur_data.stages.base import DocumentStage, GlobalStage
-from lemur_data.stages.registry import STAGE_PATHS, STAGES, stage_class
+from lemur_data.stages.registry import STAGE_INFO, STAGES, stage_class
 
 
 def test_every_name_resolves_to_the_stage_of_that_name() -> None:
-    assert list(STAGES) == list(STAGE_PATHS) and len(STAGES) == len(STAGE_PATHS)
+    listed = [name for name, info in STAGE_INFO.items() if info.listed]
+    assert list(STAGES) == listed and len(STAGES) == len(listed)
     for name in STAGES:
         assert name in STAGES
         cls = STAGES[name]
         assert cls.name == name and issubclass(cls, (DocumentStage, GlobalStage))
         assert stage_class(name) is cls
+
+
+def test_every_stage_with_a_class_has_its_facts_in_the_registry() -> None:
+    """Implicit stages (tokenize, mix) resolve too; `is_global` matches the class."""
+    from importlib import import_module
+
+    for name, info in STAGE_INFO.items():
+        assert info.about and all(rate > 0 for rate in info.rate_mb_s)
+        if info.path is None:
+            continue
+        module, _, attr = info.path.partition(":")
+        cls = getattr(import_module(f"lemur_data.stages.{module}"), attr)
+        assert cls.name == name
+        assert issubclass(cls, GlobalStage) == info.is_global
 
 
 def test_unknown_stage_names_the_known_ones() -> None:

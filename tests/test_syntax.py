@@ -10,9 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import INCLUDE, STDLIB
 
-from lemur_data.filters import syntax_balance, syntax_check, syntax_mask
+from lemur_data.filters.syntax import balance as syntax_balance
+from lemur_data.filters.syntax import check as syntax_check
+from lemur_data.filters.syntax import mask as syntax_mask
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.documents import documents_table
+from lemur_data.stages.storage import documents_table
 from lemur_data.stages.syntax import Syntax, SyntaxParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "calibration"))

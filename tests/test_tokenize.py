@@ -12,8 +12,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.tokenize import Tokenize, TokenizeParams, encode_documents
-from lemur_data.stages.tokenizers import (
+from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams, encode_documents
+from lemur_data.stages.tokenize.tokenizer import (
     DEFAULT_PACKAGE_MODEL,
     TokenizerConfig,
     load_tokenizer,

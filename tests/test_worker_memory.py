@@ -15,14 +15,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import ray.cloudpickle
 
-from lemur_data.filters import shingles as sh
+from lemur_data.filters.minhash import shingles as sh
 from lemur_data.pipeline import executor
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Task
-from lemur_data.stages.minhash_buckets import write_pairs
-from lemur_data.stages.minhash_shard import SHINGLE_SCHEMA
-from lemur_data.stages.minhash_signatures import doc_partition
-from lemur_data.stages.minhash_verify import CheckPairs, ShipSets, jaccard_sorted
+from lemur_data.stages.minhash.buckets import write_pairs
+from lemur_data.stages.minhash.hashing import doc_partition
+from lemur_data.stages.minhash.signatures import SHINGLE_SCHEMA
+from lemur_data.stages.minhash.verify import CheckPairs, ShipSets, jaccard_sorted
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
@@ -107,9 +107,12 @@ def test_verification_streams_senders_and_matches_true_jaccard(tmp_path: Path) -
         write_pairs(str(tmp_path / "pairs" / f"qa-{q}.parquet"), a_all[mine], b_all[mine])
     shipped = []
     for q in range(partitions):
-        shipped.append(ShipSets((str(tmp_path / "pairs" / f"qa-{q}.parquet"),),
-                                tuple(shingle_files[q]), str(tmp_path / "verify" / f"from-{q}"),
-                                partitions)())
+        shipped.append(ShipSets(
+            (str(tmp_path / "pairs" / f"qa-{q}.parquet"),), tuple(shingle_files[q]),
+            tuple(str(tmp_path / "verify" / f"from-{q}" / f"pairs-{to:04d}.parquet")
+                  for to in range(partitions)),
+            tuple(str(tmp_path / "verify" / f"from-{q}" / f"sets-{to:04d}.parquet")
+                  for to in range(partitions)))())
     assert all(s["sets_shipped"] > len(keys) // partitions for s in shipped)  # re-shipped
     edges = []
     for q in range(partitions):
@@ -142,7 +145,7 @@ def test_syntax_parse_keeps_no_reference_to_the_document() -> None:
     +7 MB per demo shard, carried into every later task of the worker)."""
     from tree_sitter import Parser
 
-    from lemur_data.filters.syntax_check import load_language, parse
+    from lemur_data.filters.syntax.check import load_language, parse
 
     parser = Parser(load_language("Python"))
     source = (STDLIB / "typing.py").read_bytes()

@@ -17,7 +17,7 @@ from typing import Literal
 import fsspec
 import pyarrow as pa
 
-from lemur_data.filters.code_language import detect_code_language
+from lemur_data.filters.langid.code import detect_code_language
 from lemur_data.stages.readers.common import (
     InputUnit,
     ReaderError,

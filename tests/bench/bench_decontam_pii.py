@@ -15,9 +15,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lemur_data.filters.decontam_match import BenchmarkMatcher
-from lemur_data.filters.pii_rules import find_pii
-from lemur_data.stages.decontam_benchmarks import BENCHMARKS, load_benchmark, package_file
+from lemur_data.filters.decontaminate import BenchmarkMatcher
+from lemur_data.filters.pii import find_pii
+from lemur_data.stages.decontaminate.benchmarks import BENCHMARKS, load_benchmark, package_file
 
 SUFFIXES = {".py", ".pyi", ".pyx", ".c", ".h", ".js", ".ts", ".html", ".json", ".toml",
             ".txt", ".rst", ".md", ".cfg", ".yaml", ".yml", ".sh"}

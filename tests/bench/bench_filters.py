@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ helpers
 
 from test_langid import MAN_LANGUAGES, man_paragraphs  # noqa: E402
 
-from lemur_data.filters import code_rules  # noqa: E402
-from lemur_data.filters.lid import FastTextLanguageID, default_model_path  # noqa: E402
-from lemur_data.filters.text_rules import RegexWordTokenizer, build_rule  # noqa: E402
+from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path  # noqa: E402
+from lemur_data.filters.quality import code_rules  # noqa: E402
+from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule  # noqa: E402
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])

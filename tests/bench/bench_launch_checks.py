@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lemur_data.stages.megatron_checks import check_indexed_datasets, read_index
-from lemur_data.stages.megatron_writer import index_bytes
-from lemur_data.stages.tokenizers import TokenizerConfig, load_tokenizer
+from lemur_data.pipeline.launch.checks import check_indexed_datasets, read_index
+from lemur_data.stages.mix.indexed_dataset import index_bytes
+from lemur_data.stages.tokenize.tokenizer import TokenizerConfig, load_tokenizer
 
 
 def real_lengths(limit: int = 2000) -> np.ndarray:

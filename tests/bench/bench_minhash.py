@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 from datasketch import MinHash
 
-from lemur_data.filters.shingles import batch_shingle_hashes, shingles
-from lemur_data.stages.minhash_signatures import permutations, signatures
+from lemur_data.filters.minhash.shingles import batch_shingle_hashes, shingles
+from lemur_data.stages.minhash.hashing import permutations, signatures
 
 PERMS, NGRAM, SEED = 256, 5, 1
 

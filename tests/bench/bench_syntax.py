@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "calibration"))
 import corpus  # noqa: E402
 
-from lemur_data.filters import syntax_check  # noqa: E402
+from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
 from lemur_data.stages.base import ShardContext  # noqa: E402
-from lemur_data.stages.documents import documents_table  # noqa: E402
+from lemur_data.stages.storage import documents_table  # noqa: E402
 from lemur_data.stages.syntax import Syntax, SyntaxParams  # noqa: E402
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.tokenize import Tokenize, TokenizeParams
-from lemur_data.stages.tokenizers import TokenizerConfig
+from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams
+from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
 
 
 def documents(limit_mb: float) -> list[str]:

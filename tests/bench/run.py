@@ -298,8 +298,8 @@ def prepare(work: Path, corpus: str | None, limit: float | None) -> None:
     from peer_corpus import build_corpus
     from spm_json import agreement, convert
 
-    from lemur_data.filters.lid import default_model_path
-    from lemur_data.stages.minhash_params import MinHashParams
+    from lemur_data.filters.langid.text import default_model_path
+    from lemur_data.stages.minhash.params import MinHashParams
 
     shutil.rmtree(work / "corpus", ignore_errors=True)
     mb = build_corpus(work / "corpus", corpus, limit, FILES)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lemur_data.filters.code_language import detect_code_language
+from lemur_data.filters.langid.code import detect_code_language
 
 HERE = Path(__file__).resolve().parent
 LISTS = HERE / "files"

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import DAMAGES, LANGUAGES, damaged, listed, read  # noqa: E402
 
-from lemur_data.filters import syntax_check  # noqa: E402
+from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""Regenerate stages/megatron_flags.txt from Megatron-LM checkouts (run by hand, not by pytest).
+"""Regenerate pipeline/launch/megatron_flags.txt from Megatron-LM checkouts (by hand).
 
     python tests/tools/megatron_flags.py ~/Megatron-LM-core_v0.16.1 ~/Megatron-LM-main \
-        > stages/megatron_flags.txt
+        > pipeline/launch/megatron_flags.txt
 
 Loads each checkout's own argparse parser (megatron.training.arguments), which imports
 torch and triton: run it where those are installed. Keeps the flags every checkout
@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from lemur_data.stages.megatron_checks import checkout_flags
+from lemur_data.pipeline.launch.checks import checkout_flags
 
 
 def describe(root: str) -> str:
@@ -33,7 +33,7 @@ def main(roots: list[str]) -> None:
           + ", ".join(describe(r) for r in roots))
     print("# Format: flag, then `switch` (takes no value) or `value`.")
     print("# Regenerate (in an env with torch + triton): python tests/tools/megatron_flags.py "
-          "CHECKOUT... > stages/megatron_flags.txt")
+          "CHECKOUT... > pipeline/launch/megatron_flags.txt")
     for flag, kind in sorted(common or ()):
         print(f"{flag} {kind}")
 

@@ -1,0 +1,1 @@
+"""Shingling for MinHash: token shingles and their hashes."""

@@ -1,0 +1,1 @@
+"""Quality rules: code (The Stack / StarCoder) and text (Gopher, C4, FineWeb)."""

@@ -1,0 +1,1 @@
+"""Syntax validation: tree-sitter parse, masks for grammar gaps, balance and shell checks."""

@@ -1,0 +1,179 @@
+"""Balance: what a file leaves unclosed, a signal independent of the grammar.
+
+Real files close what they open; cut, line-deleted and bracket-dropped copies do
+not. Where a grammar errs on valid code (C and C++ macros) this is the signal that
+decides; where a grammar is too lenient (PHP reads a file that lost its `<?php` as
+text) it catches what the grammar lets through. Pure: bytes in, a count out. Each
+language's lexer is one regex substitution (hiding comments, strings and the like)
+and a bracket count at C speed; Shell's lexer has its own file (syntax_shell).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from lemur_data.filters.syntax.mask import PREPROCESSED
+from lemur_data.filters.syntax.shell import shell_imbalance
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+# What hides brackets from the count: comments, strings, char literals (and in C,
+# preprocessor lines, balanced apart). Unterminated strings stop at the line end, an
+# unterminated comment at the file end, so a cut file still lexes. The patterns are
+# unrolled (`[^"\\]*(?:\\.[^"\\]*)*`): Python's re runs them several times faster.
+_C_HIDING = re.compile(rb"/\*[^*]*(?:\*+[^/*][^*]*)*(?:\*+/|\Z)"
+                       rb"|//[^\n\\]*(?:\\.[^\n\\]*)*"
+                       rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)"
+                       rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)", re.S | re.M)
+# A directive line (continued by `\`), found once comments and strings are hidden. It
+# starts at its newline (the text gets one in front): a literal the regex engine skips
+# to, where `^` in multiline mode would be tried at every byte.
+_DIRECTIVE_LINE = re.compile(rb"(\n[ \t]*\#[^\n\\]*(?:\\.[^\n\\]*)*)", re.S)
+_CSS_HIDING = re.compile(rb"/\*[^*]*(?:\*+[^/*][^*]*)*(?:\*+/|\Z)"
+                         rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)"
+                         rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)", re.S | re.M)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"{}()[]")
+_CLOSER_OF = {ord("{"): ord("}"), ord("("): ord(")"), ord("["): ord("]")}
+_BRACKET_PAIRS = ((b"{", b"}"), (b"(", b")"), (b"[", b"]"))
+
+
+def bracket_imbalance(code: bytes) -> int:
+    """Brackets in `code` without a partner, in nesting order (`(]` counts 2)."""
+    seq = code.translate(None, _NOT_BRACKET)
+    # Peeling adjacent pairs runs at C speed; a deeply nested rest goes to the stack.
+    for _ in range(32):
+        peeled = seq.replace(b"()", b"").replace(b"[]", b"").replace(b"{}", b"")
+        if len(peeled) == len(seq):
+            return len(seq)
+        seq = peeled
+    stack: list[int] = []
+    unmatched = 0
+    for byte in seq:
+        if byte in _CLOSER_OF:
+            stack.append(_CLOSER_OF[byte])
+        elif stack and stack[-1] == byte:
+            stack.pop()
+        else:
+            unmatched += 1
+    return unmatched + len(stack)
+
+
+def _net_imbalance(code: bytes) -> int:
+    return sum(abs(code.count(a) - code.count(b)) for a, b in _BRACKET_PAIRS)
+
+
+def c_imbalance(data: bytes) -> int:
+    """Brackets of the code, and of the macro definitions counted apart.
+
+    Macro bodies count by net total only: `BEGIN_NAMESPACE {` and `END_NAMESPACE }`
+    are unbalanced one by one and balanced together. `data` has the not-taken `#if`
+    branches blanked (`mask_preprocessor`), so a bracket opened in both counts once.
+    """
+    visible = _C_HIDING.sub(b" ", data)
+    if b"#" not in visible:
+        return bracket_imbalance(visible)
+    parts = _DIRECTIVE_LINE.split(b"\n" + visible)  # code, directive, code, ...
+    return bracket_imbalance(b"".join(parts[::2])) + _net_imbalance(b"".join(parts[1::2]))
+
+
+
+
+# Elements that real HTML closes explicitly: the parser may imply `</p>` or `</li>`,
+# never `</div>` or `</table>`. Void elements (`<br>`) have no end tag at all.
+ALWAYS_CLOSED = frozenset(
+    b"html head body title div span a table form select textarea script style pre "
+    b"ul ol dl blockquote section nav header footer main article aside iframe svg "
+    b"button label h1 h2 h3 h4 h5 h6 b i u s em strong code small sup sub tt kbd var "
+    b"samp abbr cite center font big".split())
+HTML_TAGS_QUERY = """
+(start_tag (tag_name) @open)
+(end_tag (tag_name) @close)
+(erroneous_end_tag (erroneous_end_tag_name) @close)
+"""
+
+
+_ANY_TAG = re.compile(rb"<(/?[a-z][a-z0-9]*)")
+
+
+def html_tag_imbalance_lexical(data: bytes) -> int:
+    """`html_tag_imbalance` from the bytes alone (scripts and comments not set apart)."""
+    counts = Counter(_ANY_TAG.findall(data.lower()))
+    return sum(abs(counts[name] - counts[b"/" + name]) for name in ALWAYS_CLOSED
+               if name in counts or b"/" + name in counts)
+
+
+def html_tag_imbalance(data: bytes, captures: dict[str, list[Node]]) -> int:
+    """Start tags minus end tags, per always-closed element name, summed in absolute value."""
+    balance: dict[bytes, int] = {}
+    for name, step in (("open", 1), ("close", -1)):
+        for node in captures.get(name, ()):
+            tag = data[node.start_byte:node.end_byte].lower()
+            if tag in ALWAYS_CLOSED:
+                balance[tag] = balance.get(tag, 0) + step
+    return sum(abs(v) for v in balance.values())
+
+
+# --- PHP: code brackets, and braces of the inline HTML ------------------------------
+# What hides brackets in PHP code: comments (`#[` is an attribute, and `?>` ends a
+# line comment as it ends the code), quoted and backquoted strings (`{$a["k"]}` may
+# nest quotes in "..."), heredoc and nowdoc bodies (PHP 7.3: the closing name may be
+# indented), and inline HTML from `?>` to the next open tag. What is left open at the
+# end runs to the end, so a cut file still lexes. Every branch starts with a literal
+# (no group around `//` and `#`): the regex engine then skips to candidate bytes,
+# four times faster.
+_PHP_HIDING = re.compile(rb"""
+ /\*[^*]*(?:\*+[^/*][^*]*)*(?:\*+/|\Z)
+|//[^\n?]*(?:\?(?!>)[^\n?]*)*
+|\#(?!\[)[^\n?]*(?:\?(?!>)[^\n?]*)*
+|'[^'\\]*(?:\\.[^'\\]*)*(?:'|\Z)
+|"[^"\\{]*(?:(?:\\.|\{\$[^}]*\}|\{)[^"\\{]*)*(?:"|\Z)
+|`[^`\\]*(?:\\.[^`\\]*)*(?:`|\Z)
+|<<<[ \t]*(?P<quote>["']?)(?P<name>[A-Za-z_\x80-\xff][\w\x80-\xff]*)(?P=quote)\r?\n
+   (?:.*?\n)??[ \t]*(?P=name)(?![\w\x80-\xff])
+|<<<[^\n]*
+|\?>.*?(?:<\?(?:php|=)?|\Z)
+""", re.S | re.X)
+_PHP_OPEN = re.compile(rb"<\?(?:php|=)?")
+_NOT_BRACE = bytes(b for b in range(256) if b not in b"{}")
+
+
+def _brace_imbalance(html: bytes) -> int:
+    return abs(html.count(b"{") - html.count(b"}"))
+
+
+def php_imbalance(data: bytes) -> int:
+    """Brackets of the PHP code without a partner, plus braces of the inline HTML
+    (around and between the PHP tags) that do not pair up by count.
+
+    Code and HTML count apart: `<?php if ($a) { ?> ... <?php } ?>` balances in the
+    code; CSS and scripts in the HTML balance their braces (HTML text seldom holds a
+    lone brace; a lone `)` in prose is common, so only braces count there). A file
+    with no open tag is all HTML to PHP, and valid: counting its braces is what tells
+    a page from code that lost its `<?php` line.
+    """
+    opened = _PHP_OPEN.search(data)
+    if opened is None:
+        return _brace_imbalance(data)
+    html = data[:opened.start()]
+    code = data[opened.end():]
+    if b"?>" in code:  # inline HTML after the first block (files ending `?>` too)
+        html += b"".join(m.group().translate(None, _NOT_BRACE)
+                         for m in _PHP_HIDING.finditer(code) if m.group()[:2] == b"?>")
+    return bracket_imbalance(_PHP_HIDING.sub(b" ", code)) + _brace_imbalance(html)
+
+
+def lexical_imbalance(language: str, data: bytes) -> int:
+    """Unmatched openers and closers in `data` (after `syntax_mask.prepare`); 0 for
+    languages without a rule (HTML counts its tags on the tree, in syntax_check)."""
+    if language in PREPROCESSED:
+        return c_imbalance(data)
+    if language == "PHP":
+        return php_imbalance(data)
+    if language == "CSS":
+        return bracket_imbalance(_CSS_HIDING.sub(b" ", data))
+    if language == "Shell":
+        return shell_imbalance(data)
+    return 0

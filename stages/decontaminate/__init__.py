@@ -1,0 +1,1 @@
+"""Decontamination: the stage (stage.py) and the benchmark loaders (benchmarks.py)."""

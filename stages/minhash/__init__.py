@@ -1,0 +1,1 @@
+"""MinHash near-deduplication: the stage (stage.py) and one module per phase."""

@@ -1,0 +1,94 @@
+"""Phase `buckets`: one task per band partition finds candidate pairs.
+
+Documents sharing a (band, bucket) are candidates. Pairs come from the bucket
+sorted by document key, each member paired with its next `window` members:
+every pair for small buckets, a linear number of pairs (still one connected
+group) for large ones, so a bucket of a million copies cannot explode into
+10^12 pairs. Output: distinct pairs (a < b), split by the document partition
+of `a` for the verify or components phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lemur_data.stages import storage
+from lemur_data.stages.minhash.hashing import doc_partition
+
+PAIR_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64())])
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy 2's hash-based np.unique is much slower here)."""
+    values = np.sort(values)
+    keep = np.ones(values.size, dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (a, b), sorted by a then b."""
+    if a.size == 0:
+        return a.astype(np.uint64), b.astype(np.uint64)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    keep = np.ones(a.size, dtype=bool)
+    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[keep], b[keep]
+
+
+def read_pairs(paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    tables = [storage.read_parquet(p) for p in paths]
+    table = pa.concat_tables(tables) if tables else PAIR_SCHEMA.empty_table()
+    return unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
+
+
+def write_pairs(path: str, a: np.ndarray, b: np.ndarray) -> None:
+    storage.write_parquet_atomic(path, pa.table([pa.array(a, pa.uint64()),
+                                                 pa.array(b, pa.uint64())], schema=PAIR_SCHEMA))
+
+
+@dataclass(frozen=True)
+class BucketPartition:
+    inputs: tuple[str, ...]  # this band partition's file of every shard
+    pairs_out: tuple[str, ...]  # the pairs, one file per document partition of a
+    window: int
+
+    def outputs(self) -> tuple[str, ...]:
+        return self.pairs_out
+
+    def __call__(self) -> dict[str, Any]:
+        tables = [storage.read_parquet(path) for path in self.inputs]
+        table = pa.concat_tables(tables) if tables else None
+        if table is None or table.num_rows == 0:
+            a = b = np.zeros(0, dtype=np.uint64)
+            multi = 0
+        else:
+            band = table.column("band").to_numpy()
+            bucket = table.column("bucket").to_numpy()
+            key = table.column("key").to_numpy()
+            order = np.lexsort((key, bucket, band))
+            band, bucket, key = band[order], bucket[order], key[order]
+            group = np.zeros(key.size, dtype=np.int64)
+            group[1:] = np.cumsum((band[1:] != band[:-1]) | (bucket[1:] != bucket[:-1]))
+            sizes = np.bincount(group)
+            multi = int((sizes > 1).sum())
+            firsts, seconds = [], []
+            for step in range(1, self.window + 1):
+                same = group[step:] == group[:-step]
+                if not same.any():
+                    break
+                firsts.append(key[:-step][same])
+                seconds.append(key[step:][same])
+            a, b = unique_pairs(np.concatenate(firsts) if firsts else np.zeros(0, np.uint64),
+                                np.concatenate(seconds) if seconds else np.zeros(0, np.uint64))
+        part_of = doc_partition(a, len(self.pairs_out))
+        for part, path in enumerate(self.pairs_out):
+            mine = part_of == part
+            write_pairs(path, a[mine], b[mine])
+        return {"band_rows": 0 if table is None else table.num_rows, "shared_buckets": multi,
+                "pairs": int(a.size)}

@@ -1,0 +1,130 @@
+"""Phase `components`: clusters from edges, one keeper per cluster.
+
+Connected components over the (verified) pairs, by scipy's sparse-graph
+routine, in one task: its memory is the edge list plus one int per clustered
+document (16 bytes per edge, about 2 GB per 100M edges), not the corpus.
+Which member survives: most stars, then a known license, then smallest id
+(as exact dedup). A cluster is named by its smallest member id.
+
+Writes `decisions/part-PPPP.parquet` (shard, id, kept_id, cluster, size) split
+by shard index, and `clusters.json` for stats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lemur_data.stages import storage
+from lemur_data.stages.minhash.buckets import sorted_unique, unique_pairs
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DECISION_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()),
+                             ("kept_id", pa.string()), ("cluster", pa.string()),
+                             ("size", pa.int64())])
+_SIZE_BINS = [(2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128),
+              (129, 1024), (1025, None)]
+
+
+def _rows(path: str) -> int:
+    fs, local = storage.filesystem(path)
+    return pq.read_metadata(local, filesystem=fs).num_rows
+
+
+def size_histogram(sizes: np.ndarray) -> dict[str, int]:
+    out = {}
+    for lo, hi in _SIZE_BINS:
+        label = str(lo) if lo == hi else (f"{lo}-{hi}" if hi else f">={lo}")
+        count = int(((sizes >= lo) & (sizes <= (hi or np.iinfo(np.int64).max))).sum())
+        if count:
+            out[label] = count
+    return out
+
+
+@dataclass(frozen=True)
+class Components:
+    edge_files: tuple[str, ...]
+    candidate_files: tuple[str, ...]  # for counting candidate pairs when verifying
+    meta_files: tuple[str, ...]
+    shard_ids: tuple[str, ...]  # shard index -> shard id
+    decisions_out: tuple[str, ...]  # by shard index % partitions
+    clusters_out: str
+
+    def outputs(self) -> tuple[str, ...]:
+        return (self.clusters_out, *self.decisions_out)
+
+    def __call__(self) -> dict[str, Any]:
+        # Imported here: this module is loaded by every worker that runs a MinHash task
+        # and by the driver, and polars + scipy take ~0.3 s to import; one task uses them.
+        import polars as pl
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        tables = [storage.read_parquet(p, ["a", "b"]) for p in self.edge_files]
+        table = pa.concat_tables(tables)
+        a, b = unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
+        candidates = (sum(_rows(p) for p in self.candidate_files) if self.candidate_files
+                      else int(a.size))
+        nodes = sorted_unique(np.concatenate([a, b]))
+        if nodes.size == 0:
+            labels = np.zeros(0, dtype=np.int64)
+        else:
+            graph = coo_matrix((np.ones(a.size, dtype=np.int8),
+                                (np.searchsorted(nodes, a), np.searchsorted(nodes, b))),
+                               shape=(nodes.size, nodes.size))
+            _, labels = connected_components(graph, directed=False)
+        members = self._members(nodes, labels)
+        ranked = members.sort(["component", "stars", "licensed", "id"],
+                              descending=[False, True, True, False])
+        clusters = ranked.group_by("component", maintain_order=True).agg(
+            pl.col("id").first().alias("kept_id"), pl.col("id").min().alias("cluster"),
+            pl.len().alias("size"))
+        decided = (ranked.join(clusters, on="component")
+                   .filter(pl.col("id") != pl.col("kept_id"))
+                   .with_columns((pl.col("key") // (1 << 32)).alias("shard_index")))
+        shard_names = pl.Series("shard", list(self.shard_ids), dtype=pl.String)
+        decided = decided.with_columns(
+            shard_names.gather(decided["shard_index"].cast(pl.Int64)).alias("shard"))
+        partitions = len(self.decisions_out)
+        for part, path in enumerate(self.decisions_out):
+            rows = (decided.filter(pl.col("shard_index") % partitions == part)
+                    .sort(["shard", "id"])
+                    .select("shard", "id", "kept_id", "cluster", "size"))
+            storage.write_parquet_atomic(path, rows.to_arrow().cast(DECISION_SCHEMA))
+        sizes = clusters["size"].to_numpy()
+        top = clusters.sort(["size", "cluster"], descending=[True, False]).head(5)
+        summary = {
+            "candidate_pairs": int(candidates),
+            "verified_pairs": int(a.size) if self.candidate_files else None,
+            "clusters": int(clusters.height),
+            "documents_in_clusters": int(nodes.size),
+            "near_duplicates_removed": int(decided.height),
+            "cluster_sizes": size_histogram(sizes),
+            "largest_clusters": [{"size": int(r["size"]), "kept_id": r["kept_id"],
+                                  "cluster": r["cluster"]} for r in top.iter_rows(named=True)],
+        }
+        storage.write_json_atomic(self.clusters_out, summary)
+        return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
+
+    def _members(self, nodes: np.ndarray, labels: np.ndarray) -> pl.DataFrame:
+        import polars as pl
+
+        wanted = pa.array(nodes, pa.uint64())
+        parts = []
+        for path in self.meta_files:
+            meta = storage.read_parquet(path, ["key", "id", "stars", "licensed"])
+            parts.append(meta.filter(pc.is_in(meta.column("key"), wanted)))
+        table = pa.concat_tables(parts) if parts else pa.schema(
+            [("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),
+             ("licensed", pa.bool_())]).empty_table()
+        frame = pl.from_arrow(table.sort_by("key"))
+        assert isinstance(frame, pl.DataFrame)
+        component = labels[np.searchsorted(nodes, frame["key"].to_numpy())]
+        return frame.with_columns(pl.Series("component", component.astype(np.int64)))

@@ -1,0 +1,141 @@
+"""MinHash near-deduplication: one document per cluster of near duplicates survives.
+
+Phases (each a set of independent Ray tasks; memory per task is bounded by the
+partitioning, never by the corpus):
+
+1. `signatures` (per shard): shingle hashes, MinHash signatures, LSH band
+   buckets split into `partitions` band groups; shingle sets split into
+   `partitions` document partitions (signatures.py).
+2. `buckets` (per band partition): candidate pairs (buckets.py).
+3. `verify_ship` + `verify_check` (per document partition, if `verify`):
+   true Jaccard of candidate pairs on the shingle sets (verify.py).
+4. `components` (one task): connected components, one keeper per cluster,
+   decisions split by shard (components.py).
+
+The applier then removes the others shard by shard with reason
+`near_duplicate`. Keeper priority: most stars, then a known license, then
+smallest id (as exact dedup).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from lemur_data.stages import storage
+from lemur_data.stages.base import (
+    DocumentStage,
+    GlobalContext,
+    GlobalStage,
+    Phase,
+    ShardContext,
+    StageResult,
+    Task,
+)
+from lemur_data.stages.minhash.buckets import BucketPartition
+from lemur_data.stages.minhash.components import Components
+from lemur_data.stages.minhash.files import WorkFiles
+from lemur_data.stages.minhash.params import MinHashParams
+from lemur_data.stages.minhash.signatures import SignShard
+from lemur_data.stages.minhash.verify import CheckPairs, ShipSets
+
+
+class MinHashApplier(DocumentStage[MinHashParams]):
+    name = "minhash"
+    Params = MinHashParams
+
+    def __init__(self, params: MinHashParams, files: WorkFiles,
+                 part_of_shard: dict[str, int]) -> None:
+        super().__init__(params)
+        self.files = files
+        self.part_of_shard = part_of_shard
+
+    def cache_key(self) -> str:
+        return f"{super().cache_key()}:{self.files.root}"
+
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        import pyarrow.dataset as ds  # here: ~0.2 s to import (pandas), a cost for the driver
+
+        path = self.files.decisions(self.part_of_shard[ctx.shard_id])
+        fs, local = storage.filesystem(path)
+        drops = ds.dataset(local, format="parquet", filesystem=fs).to_table(
+            filter=ds.field("shard") == ctx.shard_id, columns=["id", "kept_id", "cluster", "size"])
+        decided = {row["id"]: row for row in drops.to_pylist()}
+        reasons, details = [], []
+        for doc_id in docs.column("id").to_pylist():
+            row = decided.get(doc_id)
+            reasons.append("near_duplicate" if row else None)
+            details.append(f"near duplicate of {row['kept_id']} (cluster {row['cluster']}, "
+                           f"{row['size']} documents)" if row else None)
+        return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+
+
+class MinHash(GlobalStage[MinHashParams]):
+    name = "minhash"
+    Params = MinHashParams
+
+    def phases(self, ctx: GlobalContext) -> list[Phase]:
+        p = self.params
+        files, parts = WorkFiles(ctx.work_dir), range(p.partitions)
+        shards = sorted(ctx.input_shards)
+        seed = p.effective_seed(ctx.seed)
+
+        def task(key: str, run: Any) -> Task:
+            return Task(key, run, outputs=run.outputs())
+
+        signing = Phase("signatures", [
+            task(shard, SignShard(
+                ctx.input_shards[shard], index, shard, p, seed,
+                bands_out=tuple(files.bands(shard, q) for q in parts),
+                meta_out=files.meta(shard),
+                shingles_out=tuple(files.shingles(shard, q) for q in parts) if p.verify else ()))
+            for index, shard in enumerate(shards)])
+        bucketing = Phase("buckets", [
+            task(f"part-{band:04d}", BucketPartition(
+                tuple(files.bands(shard, band) for shard in shards),
+                tuple(files.pairs(band, q) for q in parts), p.bucket_window))
+            for band in parts])
+        phases = [signing, bucketing]
+        candidate_files: tuple[str, ...] = ()
+        if p.verify:
+            shingles = {q: tuple(files.shingles(shard, q) for shard in shards) for q in parts}
+            phases.append(Phase("verify_ship", [
+                task(f"part-{q:04d}", ShipSets(
+                    tuple(files.pairs(band, q) for band in parts), shingles[q],
+                    pairs_out=tuple(files.shipped_pairs(q, to) for to in parts),
+                    sets_out=tuple(files.shipped_sets(q, to) for to in parts)))
+                for q in parts]))
+            phases.append(Phase("verify_check", [
+                task(f"part-{q:04d}", CheckPairs(
+                    tuple(files.shipped_pairs(src, q) for src in parts),
+                    tuple(files.shipped_sets(src, q) for src in parts),
+                    shingles[q], files.edges(q), p.threshold))
+                for q in parts]))
+            edge_files = tuple(files.edges(q) for q in parts)
+            candidate_files = tuple(files.shipped_pairs(src, q) for src in parts for q in parts)
+        else:
+            edge_files = tuple(files.pairs(band, q) for band in parts for q in parts)
+        phases.append(Phase("components", [task("all", Components(
+            edge_files, candidate_files, tuple(files.meta(shard) for shard in shards),
+            tuple(shards), decisions_out=tuple(files.decisions(q) for q in parts),
+            clusters_out=files.clusters()))]))
+        return phases
+
+    def applier(self, ctx: GlobalContext) -> DocumentStage:
+        p = self.params
+        part_of = {shard: i % p.partitions for i, shard in enumerate(sorted(ctx.input_shards))}
+        return MinHashApplier(p, WorkFiles(ctx.work_dir), part_of)
+
+    def summary(self, ctx: GlobalContext) -> dict[str, Any]:
+        p = self.params
+        bands, rows = p.lsh_shape()
+        clusters_path = WorkFiles(ctx.work_dir).clusters()
+        found = storage.read_json(clusters_path) if storage.exists(clusters_path) else {}
+        return {"lsh": {"ngram": p.ngram, "permutations": p.permutations, "bands": bands,
+                        "rows": rows, "threshold": p.threshold, "weights": list(p.weights()),
+                        "seed": p.effective_seed(ctx.seed),
+                        "scheme": p.scheme, "backend": p.backend, "tokenizer": p.tokenizer,
+                        "verify": p.verify, "partitions": p.partitions,
+                        "bucket_window": p.bucket_window},
+                **found}

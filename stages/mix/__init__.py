@@ -1,0 +1,1 @@
+"""Mixing and packing: token-budget plan, selection, split, Megatron .bin/.idx packing."""

@@ -1,0 +1,1 @@
+"""Tokenization: the stage (stage.py) and tokenizer loading (tokenizer.py)."""

@@ -1,0 +1,103 @@
+"""Tokenize: token ids per document (EOS after each, BOS optional), fused per shard.
+
+Adds `token_ids` (list<uint16> when the vocabulary fits Megatron's uint16
+storage, else list<int32>) and `tokens` (their count). Removes nothing.
+Tokenizing is a pure function of the text and the tokenizer file, so the
+column is the same whichever worker encodes which shard.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+import numpy as np
+import pyarrow as pa
+from pydantic import PositiveInt
+
+from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from lemur_data.stages.tokenize.tokenizer import TextTokenizer, TokenizerConfig, load_tokenizer
+
+TOKEN_IDS = "token_ids"
+TOKENS = "tokens"
+
+
+class TokenizeParams(StageParams):
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    """The manifest's `tokenizer:`."""
+    batch_docs: PositiveInt = 1024
+    """Documents per encode call (bounds the memory of the Python id lists)."""
+
+
+class Tokenize(DocumentStage[TokenizeParams]):
+    name = "tokenize"
+    Params = TokenizeParams
+
+    def __init__(self, params: TokenizeParams) -> None:
+        super().__init__(params)
+        self.tokenizer: TextTokenizer | None = None
+
+    def setup(self) -> None:
+        self.tokenizer = load_tokenizer(self.params.tokenizer)  # type: ignore[attr-defined]
+
+    def added_columns(self) -> list[pa.Field]:
+        wide = self.tokenizer is not None and not self.tokenizer.uint16
+        return [pa.field(TOKEN_IDS, pa.list_(pa.int32() if wide else pa.uint16())),
+                pa.field(TOKENS, pa.int64())]
+
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        if self.tokenizer is None:
+            self.setup()
+        assert self.tokenizer is not None
+        ids = encode_documents(self.tokenizer, docs.column("text").to_pylist(),
+                               self.params.tokenizer, self.params.batch_docs)  # type: ignore[attr-defined]
+        table = docs.append_column(TOKEN_IDS, ids)
+        table = table.append_column(TOKENS, ids.value_lengths().cast(pa.int64()))
+        return StageResult.keep_all(table)
+
+
+def token_dtype(tokenizer: TextTokenizer) -> np.dtype:
+    return np.dtype(np.uint16 if tokenizer.uint16 else np.int32)
+
+
+def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: TokenizerConfig,
+                     batch_docs: int = 1024) -> pa.ListArray:
+    """Token ids of every text with BOS/EOS as configured, as one Arrow list array."""
+    dtype = token_dtype(tokenizer)
+    head = [tokenizer.bos_id] if config.bos else []
+    tail = [tokenizer.eos_id] if config.eos else []
+    lengths: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for start in range(0, len(texts), batch_docs):
+        encoded = tokenizer.encode_batch(texts[start:start + batch_docs])
+        counts = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
+        flat = np.fromiter(chain.from_iterable(encoded), dtype, count=int(counts.sum()))
+        if head or tail:
+            flat, counts = _add_specials(flat, counts, head, tail, dtype)
+        lengths.append(counts)
+        values.append(flat)
+    counts = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    flat = np.concatenate(values) if values else np.zeros(0, dtype)
+    if len(flat) >= 2**31:
+        raise ValueError(f"{len(flat)} tokens in one shard: lower shard.max_bytes")
+    offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat))
+
+
+def _add_specials(flat: np.ndarray, counts: np.ndarray, head: list[int], tail: list[int],
+                  dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Insert BOS before / EOS after each document's ids, vectorized."""
+    extra = len(head) + len(tail)
+    new_counts = counts + extra
+    ends = np.cumsum(new_counts)
+    starts = ends - new_counts
+    out = np.empty(int(ends[-1]) if len(ends) else 0, dtype)
+    body = np.ones(len(out), bool)
+    if head:
+        out[starts] = head[0]
+        body[starts] = False
+    if tail:
+        out[ends - 1] = tail[0]
+        body[ends - 1] = False
+    out[body] = flat
+    return out, new_counts
