@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,16 @@ class BuildResult:
     seconds: float
 
 
+def _refuse_whitespace(manifest: Manifest, run_dir: str) -> None:
+    """Megatron-LM reads data_args.txt with split(): a shard path with a space in it
+    cannot be named there, so a packing build in such a folder is refused before it runs."""
+    folder = run_dir if "://" in run_dir else os.path.abspath(run_dir)
+    if manifest.packs and any(c.isspace() for c in folder):
+        raise RunDirError(f"run folder {folder!r} holds whitespace: Megatron-LM reads "
+                          "megatron/data_args.txt with split(), so its shard paths cannot "
+                          "contain spaces; use a run folder without them")
+
+
 def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
     """Record the manifest; refuse a folder made by a different manifest.
 
@@ -44,8 +55,10 @@ def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
                 f"{run_dir} holds a run of a different manifest (fingerprint {previous}, "
                 f"this one {fingerprint}); use another --run-dir or delete it")
         return
+    # expansions stay local: published copies are rewritten with them (pipeline/public.py)
     storage.write_json_atomic(record, {"fingerprint": fingerprint,
-                                       "manifest": manifest.model_dump(mode="json")})
+                                       "manifest": manifest.model_dump(mode="json"),
+                                       "expansions": manifest.expansions})
 
 
 def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
@@ -56,6 +69,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     has finished, before stats, profile and report (the CLI stops Ray then, meanwhile)."""
     console = console or Console(stderr=True)
     started = time.perf_counter()
+    _refuse_whitespace(manifest, run_dir)
     plan = plan_run(manifest, run_dir)
     prepare_run_dir(manifest, run_dir)
     connect(ray_address, workers)

@@ -259,8 +259,9 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         "## How to reproduce",
         "Install lemur-data, save the manifest below as `manifest.yaml` and run "
         "`lemur-data build --manifest manifest.yaml` (add `--ray-address auto` on a Ray "
-        "cluster). The same manifest and inputs give byte-identical output. Paths below are "
-        "as resolved on the machine that built this run.",
+        "cluster). The same manifest and inputs give byte-identical output. Local paths "
+        "are written as the placeholders the manifest used (`{stdlib}`, `${HOME}`, "
+        "`{manifest_dir}`: the folder of the manifest file).",
         "```yaml\n" + manifest_yaml.rstrip() + "\n```",
         "## Limitations", _limitations(stats),
     ]
@@ -271,7 +272,9 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
 def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_yaml: str,
                include: Include = "parquet") -> str:
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
+    from lemur_data.pipeline.public import public_text
+
     card = render_card(stats, record["manifest"], manifest_yaml, plots, include)
     path = storage.join(run_dir, "README.md")
-    storage.write_bytes_atomic(path, str(card).encode())
+    storage.write_bytes_atomic(path, public_text(str(card), run_dir).encode())
     return path

@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     ValidationError,
     field_validator,
 )
@@ -123,6 +124,13 @@ class Manifest(Strict):
     mixture: MixtureSpec | None = None
     output: OutputSpec | None = None
     train: TrainSpec | None = None
+    _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
+    """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
+    published files write back in place of the value (pipeline/public.py)."""
+
+    @property
+    def expansions(self) -> dict[str, str]:
+        return dict(self._expansions)
 
     def source(self, name: str) -> SourceSpec:
         return next(s for s in self.sources if s.name == name)
@@ -178,7 +186,8 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
                    base_dir: Path | None = None) -> Manifest:
     base_dir = base_dir or Path.cwd()
     problems: list[str] = []
-    raw = _expand_paths(raw, base_dir, problems)
+    expansions: dict[str, str] = {}
+    raw = _expand_paths(raw, base_dir, problems, expansions)
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
@@ -186,6 +195,7 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
     problems += _check_stages(manifest) + _check_references(manifest)
     if problems:
         raise ManifestError(where, problems)
+    manifest._expansions.update(expansions)
     return manifest
 
 
@@ -281,9 +291,14 @@ def placeholders(base_dir: Path) -> dict[str, str]:
             "manifest_dir": str(base_dir)}
 
 
-def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> dict[str, Any]:
-    """Expand placeholders and make relative local paths absolute, in path-like keys."""
+def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str],
+                  expansions: dict[str, str] | None = None) -> dict[str, Any]:
+    """Expand placeholders and make relative local paths absolute, in path-like keys.
+
+    `expansions` collects each placeholder used (and {manifest_dir} for a relative path)
+    with its value."""
     known = placeholders(base_dir)
+    used = expansions if expansions is not None else {}
 
     def expand(value: str, where: str) -> str:
         def sub(match: re.Match[str]) -> str:
@@ -291,15 +306,18 @@ def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> d
             if env is not None:
                 if env not in os.environ:
                     problems.append(f"{where}: environment variable ${{{env}}} is not set")
+                used[match.group(0)] = os.environ.get(env, "")
                 return os.environ.get(env, "")
             if name not in known:
                 problems.append(f"{where}: unknown placeholder {{{name}}}; "
                                 f"known: {sorted(known)}")
                 return match.group(0)
+            used[match.group(0)] = known[name]
             return known[name]
 
         value = _PLACEHOLDER.sub(sub, value)
         if "://" not in value and not os.path.isabs(value):
+            used["{manifest_dir}"] = str(base_dir)
             value = str(base_dir / value)
         return value
 

@@ -238,6 +238,7 @@ def manifest_yaml(run_dir: str) -> str:
 def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
     """plots/*.png, report.html and README.md (the card) from stats.json; their paths."""
     from lemur_data.pipeline.card import write_card
+    from lemur_data.pipeline.public import public_text
 
     stats = stats or storage.read_json(storage.join(run_dir, "stats.json"))
     # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
@@ -250,7 +251,8 @@ def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[st
         written.append(path)
     text = manifest_yaml(run_dir)
     report = storage.join(run_dir, "report.html")
-    storage.write_bytes_atomic(report, render_report(stats, plots, text).encode())
+    page = public_text(render_report(stats, plots, text), run_dir)  # it is published
+    storage.write_bytes_atomic(report, page.encode())
     written.append(report)
     written.append(write_card(run_dir, stats, [p.name for p in plots], text))
     return written
