@@ -1,6 +1,7 @@
 """The `lemur-data` command line.
 
-Exit codes: 0 success, 2 usage or manifest errors, 1 a run that failed.
+Exit codes: 0 success, 2 usage or manifest errors, 1 a run that failed, 130 a build
+stopped by Ctrl-C (rerunning it resumes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from rich.console import Console
 from lemur_data.pipeline.manifest import Manifest, ManifestError, load_manifest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a count of at least 1 (0 or -2 workers would mean nothing, or a Ray
+    traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
                                              "`ray start` runs on this node; default: "
                                              "RAY_ADDRESS, else start a local Ray here)")
-    build.add_argument("--workers", type=int,
+    build.add_argument("--workers", type=_positive_int,
                        help="most tasks at once (default: all CPUs of the Ray cluster)")
     build.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                        help="bar: progress bars; log: periodic log lines (cluster jobs); none: "
@@ -187,6 +201,10 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     except RunDirError as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished shards are kept in {run_dir}; rerun the same "
+                      "command to resume", highlight=False)
+        return EXIT_INTERRUPTED
     except (ReaderError, RunError, AccountingError, OSError) as error:
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
@@ -224,6 +242,8 @@ def _card(run_dir: str, console: Console) -> int:
 
 
 def _push(args: argparse.Namespace, console: Console) -> int:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     from lemur_data.pipeline.hub import (
         NotARunError,
         PushError,
@@ -233,6 +253,11 @@ def _push(args: argparse.Namespace, console: Console) -> int:
         push,
     )
 
+    try:  # huggingface_hub's own rule, before any work (also for --dry-run)
+        validate_repo_id(args.repo_id)
+    except HFValidationError as error:
+        console.print(f"error: --repo-id: {error}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     try:
         if args.dry_run:
             files = plan_files(args.run_dir, args.include, card_for(args.run_dir, args.include))

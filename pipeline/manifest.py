@@ -172,14 +172,43 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        text = Path(path).read_text()
+        duplicates = _duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader))
+        raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ManifestError(where, ["file not found"]) from None
+    except IsADirectoryError:
+        raise ManifestError(where, ["is a folder; give the manifest's YAML file"]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ManifestError(where, [f"cannot be read: {error}"]) from None
     except yaml.YAMLError as error:
         raise ManifestError(where, [f"not valid YAML: {error}"]) from None
+    if duplicates:
+        raise ManifestError(where, duplicates)
     if not isinstance(raw, dict):
         raise ManifestError(where, ["top level must be a mapping of keys (name, sources, ...)"])
     return parse_manifest(raw, where, Path(path).resolve().parent)
+
+
+def _duplicate_keys(node: yaml.Node | None, path: str = "") -> list[str]:
+    """`key.path: duplicate key` for each mapping key given twice. YAML loaders keep the
+    last silently, so a second `stages:` would drop the first without a word."""
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            where = f"{path}.{name}" if path else str(name)
+            if name is not None and name in first:
+                problems.append(f"{where}: duplicate key (lines {first[name]} and "
+                                f"{key.start_mark.line + 1}); give each key once")
+            elif name is not None:
+                first[name] = key.start_mark.line + 1
+            problems += _duplicate_keys(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            problems += _duplicate_keys(item, f"{path}[{i}]")
+    return problems
 
 
 def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
@@ -191,8 +220,10 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
-        raise ManifestError(where, problems + _describe(error)) from None
-    problems += _check_stages(manifest) + _check_references(manifest)
+        # the stages' own parameters too, so every error shows in one pass
+        stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
+        raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
+    problems += _check_stages(manifest.stages) + _check_references(manifest)
     if problems:
         raise ManifestError(where, problems)
     manifest._expansions.update(expansions)
@@ -232,9 +263,12 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _check_stages(manifest: Manifest) -> list[str]:
+def _check_stages(stages: list[Any]) -> list[str]:
     problems = []
-    for i, entry in enumerate(manifest.stages):
+    for i, entry in enumerate(stages):
+        if not isinstance(entry, dict) or not all(
+                isinstance(p, dict | None) for p in entry.values()):
+            continue  # the schema's own error names it
         if len(entry) != 1:
             problems.append(f"stages[{i}]: each stage is a mapping of one name to its "
                             f"parameters (got keys {sorted(entry)})")

@@ -8,6 +8,7 @@ so a killed task leaves either the old state or the complete new file.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -109,8 +110,18 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
     parent = p.rsplit("/", 1)[0]
     fs.makedirs(parent, exist_ok=True)
     tmp = f"{parent}/.tmp-{uuid.uuid4().hex}-{p.rsplit('/', 1)[-1]}"
-    with fs.open(tmp, "wb") as handle:
-        handle.write(data)
+    try:
+        with fs.open(tmp, "wb") as handle:
+            handle.write(data)
+    except OSError as error:
+        # A full disk says only "[Errno 28] No space left on device": name the file, and
+        # drop the partial temporary so it does not hold the space.
+        with contextlib.suppress(OSError):
+            fs.rm(tmp)
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, f"{error.strerror} (writing {len(data):,} bytes)",
+                      path) from error
     if isinstance(fs, LocalFileSystem):
         os.replace(tmp, p)
     else:

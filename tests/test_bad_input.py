@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -275,3 +277,20 @@ def test_special_entries_are_recorded_in_removed(ray_session, tmp_path: Path) ->
     assert linked == (STDLIB / "json" / "decoder.py").read_text()
     stats = json.loads((run / "stats.json").read_text())["stages"][0]
     assert stats["in"]["docs"] == count_rows(run / "stages") + len(removed)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_disk_full_names_the_file(ray_session, tmp_path: Path) -> None:
+    """A run folder on a 48 KiB tmpfs: the error names the file it could not write."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(full)], check=True)
+    try:
+        manifest = {"name": "full", "sources": [
+            {"name": "t", "kind": "code",
+             "reader": {"type": "tree", "root": str(STDLIB / "email")}}]}
+        with pytest.raises(RunError, match=r"No space left on device .*shard-t-00000\.parquet"):
+            run_build(manifest, tmp_path, full / "run")
+        assert not list(full.rglob(".tmp-*"))  # the partial write does not hold the space
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
