@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from lemur_data.pipeline.budget import PILOT_SHARE
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.stages.registry import STAGE_INFO
 
@@ -117,7 +118,9 @@ def read_fractions(manifest: Manifest, bytes_by_source: dict[str, int]) -> dict[
             fractions[s.name] = 1.0
             continue
         target = mixture.total_tokens * mixture.weights[key] / total_weight
-        fractions[s.name] = min(1.0, target * (1 + mixture.read_margin) / available[key])
+        # the pilot reads at least its share of every source
+        fractions[s.name] = min(1.0, max(PILOT_SHARE, target * (1 + mixture.read_margin)
+                                         / available[key]))
     return fractions
 
 

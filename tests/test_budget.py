@@ -163,6 +163,23 @@ def test_needed_keeps_what_all_keeps_but_duplicates_of_unread_units(
     assert all(read_text[i] in unread for i in differ)
 
 
+def test_plan_expects_to_read_the_share_each_component_needs(tmp_path: Path) -> None:
+    from lemur_data.pipeline.estimate import KEPT_SHARE, TOKEN_BYTES, read_fractions
+    from lemur_data.pipeline.manifest import parse_manifest
+
+    raw = manifest("x.jsonl", "needed", total=11e9)
+    raw["sources"].append({**raw["sources"][1], "name": "prose2"})
+    sizes = {"stdlib": 10**10, "prose": 3 * 10**11, "prose2": 10**11}
+    fractions = read_fractions(parse_manifest(raw, base_dir=tmp_path), sizes)
+    text_tokens = 4 * 10**11 * KEPT_SHARE["text"] / TOKEN_BYTES
+    # both text sources read the same share: enough for the text target plus margin
+    assert fractions["prose"] == fractions["prose2"] == pytest.approx(1e9 * 1.15 / text_tokens)
+    # code would need more than it has: read whole (and upsampled by the mix)
+    assert fractions["stdlib"] == 1.0
+    every = read_fractions(parse_manifest(manifest("x.jsonl", "all"), base_dir=tmp_path), sizes)
+    assert set(every.values()) == {1.0}
+
+
 def test_read_all_is_unchanged_and_fingerprints_differ(tmp_path: Path) -> None:
     from lemur_data.pipeline.manifest import parse_manifest
 
