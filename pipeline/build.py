@@ -67,7 +67,6 @@ class _Runner:
         self.order: list[str] = []
         self.global_summaries: dict[str, Any] = {}
         self.shard_profiles: list[dict[str, Any]] = []
-        self.first_rows: list[dict[str, Any]] = []  # the first step's: ingest counts
 
     def phases(self, step: Step, phases: list[Phase]) -> dict[str, list[dict[str, Any]]]:
         started = time.perf_counter()
@@ -93,10 +92,7 @@ class _Runner:
         results = self.phases(step, step.phases if phases is None else phases)
         if step.kind == "documents":
             self.order += [n for n in step.stage_names if n not in self.order]
-            step_rows = [row for summary in results[step.label] for row in summary["counts"]]
-            if not self.rows:
-                self.first_rows = step_rows
-            self.rows += step_rows
+            self.rows += [row for summary in results[step.label] for row in summary["counts"]]
             self.shard_profiles = [s["profile"] for s in results[step.label]
                                    if "profile" in s]
         elif summarize:
@@ -177,7 +173,7 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
         split, *packing = mix.phases
         results = runner.step(mix, [split], summarize=False)
         result = budget.RoundResult(
-            counts=dict(counts), input_bytes=budget.ingest_bytes(runner.first_rows),
+            counts=dict(counts), input_bytes=budget.ingest_bytes(runner.rows),
             tokens=budget.tokens_by_source([t.key for t in split.tasks], results["split"],
                                            source_of),
             targets=budget.targets(manifest))

@@ -120,6 +120,11 @@ def test_short_component_reads_a_further_round(ray_session, late_duplicates: Pat
     ingest = result.stats["stages"][0]
     assert ingest["in"]["bytes"] == sum(s["bytes_read"] for s in read["sources"].values())
     assert ingest["by_source"]["prose"]["in"]["docs"] == DOCS * prose["units_read"]
+    # the report and the card say how much of each source was used
+    share = f"{prose['fraction_read']:.1%}"
+    assert "Input read" in (tmp_path / "w1" / "report.html").read_text()
+    card = (tmp_path / "w1" / "README.md").read_text()
+    assert "Only what the mixture uses was read" in card and f"| prose | {share} |" in card
     # determinism: 2 workers, and a run killed mid-way and resumed, give the same bytes
     run_build(raw, late_duplicates, tmp_path / "w2", workers=2)
     expected = same_bytes(tmp_path / "w1")
