@@ -56,10 +56,17 @@ def targets(manifest: Manifest) -> dict[str, int]:
             for key, weight in sorted(weights.items())}
 
 
-def feeds(key: str, source: str, kind: str) -> bool:
-    """Whether a weight key can take documents of this source (by name or by kind)."""
-    base = key.split(":", 1)[0]
-    return base in (source, kind)
+def possible_keys(name: str, kind: str, lang: str | None, weights: Mapping[str, Any]) -> set[str]:
+    """Weight keys documents of this source can count for (their most specific match:
+    `source:lang`, `source`, `kind:lang`, `kind`; a fixed `lang` leaves one)."""
+    if lang is not None:
+        first = next((k for k in (f"{name}:{lang}", name, f"{kind}:{lang}", kind)
+                      if k in weights), None)
+        return {first} if first else set()
+    keys = {k for k in weights if k.split(":", 1)[0] == name}
+    if name not in weights:  # a document of a detected language may fall through to kind
+        keys |= {k for k in weights if k.split(":", 1)[0] == kind}
+    return keys
 
 
 @dataclass
@@ -109,19 +116,20 @@ def next_counts(manifest: Manifest, orders: Mapping[str, list[InputUnit]],
     """The next round's prefix lengths, or None when this round is the last."""
     assert manifest.mixture is not None
     margin = manifest.mixture.read_margin
-    kinds = {s.name: s.kind for s in manifest.sources}
+    possible = {s.name: possible_keys(s.name, s.kind, s.lang, manifest.mixture.weights)
+                for s in manifest.sources}
     whole = {name: result.counts[name] >= len(orders[name]) for name in orders}
     short = []
     for key, target in result.targets.items():
         have = sum(by_key.get(key, 0) for by_key in result.tokens.values())
-        feeders = _feeders(key, result, kinds)
+        feeders = _feeders(key, result, possible)
         if have < target and not all(whole[s] for s in feeders):
             short.append(key)
     if not short:
         return None
     counts = dict(result.counts)
     for key, target in result.targets.items():
-        feeders = _feeders(key, result, kinds)
+        feeders = _feeders(key, result, possible)
         sizes = {s: _predicted_sizes(orders[s], result.counts[s], result.input_bytes.get(s, 0))
                  for s in feeders}
         # expected kept tokens if the whole source were read, at this round's yield
@@ -139,11 +147,11 @@ def next_counts(manifest: Manifest, orders: Mapping[str, list[InputUnit]],
     return counts
 
 
-def _feeders(key: str, result: RoundResult, kinds: Mapping[str, str]) -> list[str]:
-    """Sources that gave the component tokens; if none did yet, every source it could
-    take documents from (by name or kind)."""
-    gave = sorted(s for s, by_key in result.tokens.items() if by_key.get(key, 0) > 0)
-    return gave or sorted(s for s, kind in kinds.items() if feeds(key, s, kind))
+def _feeders(key: str, result: RoundResult, possible: Mapping[str, set[str]]) -> list[str]:
+    """Sources that gave the component tokens, and those that could: a pilot may not
+    have met a source's documents of this component yet."""
+    gave = {s for s, by_key in result.tokens.items() if by_key.get(key, 0) > 0}
+    return sorted(gave | {s for s, keys in possible.items() if key in keys})
 
 
 def _prefix_for(sizes: list[float], share: float) -> int:

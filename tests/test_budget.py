@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from lemur_data.pipeline.budget import _prefix_for, unit_order
+from lemur_data.pipeline.budget import _prefix_for, possible_keys, unit_order
 from lemur_data.stages.readers.common import InputUnit
 from realdata import STDLIB, perturbed_prose, write_jsonl
 from runs import NONDETERMINISTIC, run_build
@@ -99,6 +99,18 @@ def test_prefix_is_the_fewest_units_holding_the_share() -> None:
     assert _prefix_for([10, 10, 10, 10], 0.5) == 2
     assert _prefix_for([10, 10, 10, 10], 0.51) == 3
     assert _prefix_for([10, 10, 10, 10], 2.0) == 4
+
+
+def test_a_source_feeds_the_components_its_documents_can_match() -> None:
+    weights = {"code:Python": 6, "code": 4, "text": 1}
+    # detected languages: Python files go to code:Python, the others to code
+    assert possible_keys("stdlib", "code", None, weights) == {"code:Python", "code"}
+    # a fixed language leaves one key, the most specific
+    assert possible_keys("stack-python", "code", "Python", weights) == {"code:Python"}
+    assert possible_keys("stack-c", "code", "C", weights) == {"code"}
+    # a weight by source name takes its documents before any kind key
+    assert possible_keys("wiki", "text", None, {"wiki": 1, "text": 2}) == {"wiki"}
+    assert possible_keys("wiki", "text", "en", {"code": 1}) == set()
 
 
 @pytest.mark.slow

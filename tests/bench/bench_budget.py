@@ -5,8 +5,12 @@
 Input: the demo's sources (manifests/demo.yaml: the Python installation's code and
 prose) plus `prose-big`, a jsonl of `--docs` documents of real English sentences
 (help() topics, stdlib docstrings) in seeded draws, so none is a (near-)duplicate.
-The mixture is the demo's weights at `--total` tokens, so the text component needs a
-small part of prose-big (checked: prose-big keeps at least 20x its share's need).
+The mixture is Lemur's code:text 10:1 at `--total` tokens, so each component needs a
+part of its sources: the text component a small part of prose-big (checked: prose-big
+keeps at least 20x its share's need). (The demo's own weights single out
+`code:Python`, which leaves `code` = non-Python code, nearly all in the C headers: a
+component too small for its target, so every source that may hold such code is read
+whole, as it must be, and the comparison would measure little.)
 Shards are smaller than the demo's so each source has units to leave unread.
 
 Runs both modes with the CLI (a fresh Ray each), read: needed first, and prints per
@@ -43,7 +47,7 @@ def manifest(prose: Path, read: str, total: float) -> dict[str, Any]:
     # the demo's paths are relative to manifests/; this manifest is written elsewhere
     raw["sources"].append({"name": "prose-big", "kind": "text", "lang": "en",
                            "reader": {"type": "jsonl", "paths": [str(prose)]}})
-    raw["mixture"] = {**raw["mixture"], "total_tokens": total, "read": read,
+    raw["mixture"] = {"total_tokens": total, "weights": {"code": 10, "text": 1}, "read": read,
                       "pilot_units": 2}
     raw["output"] = {"megatron": {"max_shard_bytes": "16MB", "blend": "separate"}}
     return raw
@@ -68,7 +72,7 @@ def build(raw: dict[str, Any], folder: Path, workers: int) -> tuple[float, dict,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=18000, help="documents in prose-big")
-    parser.add_argument("--total", type=float, default=1.1e6, help="mixture total_tokens")
+    parser.add_argument("--total", type=float, default=5.5e5, help="mixture total_tokens")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", help="folder to keep the runs in (default: a temp dir)")
     args = parser.parse_args()
