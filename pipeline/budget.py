@@ -4,7 +4,10 @@ Each source's input units get a seeded order (a hash of seed and unit id, so the
 order depends on neither the listing's order nor the workers). A run goes in
 rounds, each over a prefix of every source's order:
 
-- round 0, the pilot: the first max(pilot_units, 1% of the units) of each source;
+- round 0, the pilot: the first max(pilot_units, 1% of the units) of each source,
+  through the document stages only (global stages see a round's whole prefix, and
+  the pilot's would be redone by the next round anyway), so at least one more
+  round follows it;
 - after each round, the kept tokens per component are known (the mix's `split`
   phase counts them per shard). If every component has its target, or every
   source feeding a short component is read whole, that round is the last one.

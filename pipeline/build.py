@@ -163,7 +163,10 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
         runner.reset()
         # the prefix in listing order, as `read: all` plans its units
         prefix = {n: sorted(o[:counts[n]], key=lambda u: u.index) for n, o in orders.items()}
-        plan = plan_run(manifest, run_dir, prefix, scope=f"rounds/{number}")
+        # round 0, the pilot, measures the yield through the document stages only (its
+        # first step is every round's); the output comes from a round with them all
+        plan = plan_run(manifest, run_dir, prefix, scope=f"rounds/{number}",
+                        documents_only=pilot is None)
         *steps, mix = plan.steps
         for step in steps:
             runner.step(step)
@@ -177,9 +180,12 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
             tokens=budget.tokens_by_source([t.key for t in split.tasks], results["split"],
                                            source_of),
             targets=budget.targets(manifest))
-        pilot = pilot or result
         counts = budget.next_counts(manifest, orders, result)
         number += 1
+        if pilot is None:
+            pilot = result
+            counts = counts or dict(result.counts)
+            continue
         if counts is None:
             runner.step(mix, packing)
             return plan, budget.read_stats(manifest, orders, pilot, result, number)

@@ -82,11 +82,14 @@ def list_units(manifest: Manifest) -> dict[str, list[InputUnit]]:
 
 
 def plan_run(manifest: Manifest, run_dir: str,
-             units: dict[str, list[InputUnit]] | None = None, scope: str = "") -> RunPlan:
+             units: dict[str, list[InputUnit]] | None = None, scope: str = "",
+             documents_only: bool = False) -> RunPlan:
     """The run's steps; `units` (from `list_units`) may be given to avoid listing twice.
 
     `scope` (a round's folder, `rounds/<r>`) holds every step after the first, which
-    reads the input units themselves and so stays at the top of the run folder."""
+    reads the input units themselves and so stays at the top of the run folder.
+    `documents_only` (a `read: needed` pilot) leaves the global stages out but for the
+    mix: the first step is the same, then every other document stage in one step."""
     layout = RunLayout(run_dir)
     units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
@@ -123,6 +126,10 @@ def plan_run(manifest: Manifest, run_dir: str,
     for spec in manifest.stage_specs:
         cls = STAGES[spec.name]
         if issubclass(cls, GlobalStage):
+            if documents_only:
+                if not plan.steps:
+                    close_group()  # the shared first step ends where it always does
+                continue
             close_group()
             label = f"{number:02d}-{spec.name}"
             stage = cls(spec.params)
