@@ -120,6 +120,19 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                       "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
 
 
+def _read(stats: dict[str, Any]) -> str:
+    """With `read: needed`, how much of each source the run read (all else: nothing)."""
+    from lemur_data.pipeline.report import READ_HEADERS, read_rows
+
+    read = stats.get("read")
+    if not read:
+        return ""
+    return ("Only what the mixture uses was read (`mixture.read: needed`, "
+            f"{read['rounds']} round(s)): a seeded prefix of each source's input units. "
+            "Documents in units not read were never seen, so they are not counted as "
+            "removed.\n\n" + _md_table(READ_HEADERS, read_rows(stats)))
+
+
 def _stages(stats: dict[str, Any]) -> str:
     from lemur_data.pipeline.report import STANDARD_KEYS, flatten, scalar_text
 
@@ -234,7 +247,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         + f", kept of {stats['input']['docs']:,} read. Stages: {stage_names}.",
         f"Files: {layout}; `stats.json` (every count below), `report.html` (the run report) "
         "and `plots/`.",
-        "## Sources", _sources(manifest, stats),
+        "## Sources", _sources(manifest, stats), *([_read(stats)] if stats.get("read") else []),
         "## Licenses of the kept documents",
         _md_table(["license", "docs"],
                   [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")

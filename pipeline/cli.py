@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
-    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day
+    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day, read_fractions
     from lemur_data.pipeline.planner import plan_run
     from lemur_data.stages.ingest import plan_units
 
@@ -141,6 +141,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     out.print("sources:")
     units: dict[str, list] = {}
     by_kind = {"code": 0, "text": 0}
+    by_source: dict[str, int] = {}
     for source in manifest.sources:
         try:
             units[source.name] = plan_units(source.reader, source.info(),
@@ -149,6 +150,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             units[source.name] = []
             hint = int(source.size_hint or 0)
             by_kind[source.kind] += hint
+            by_source[source.name] = hint
             out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
@@ -156,6 +158,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         docs = sum(u.docs_hint for u in units[source.name])
         size = sum(u.bytes_hint for u in units[source.name])
         by_kind[source.kind] += size
+        by_source[source.name] = size
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
@@ -169,9 +172,23 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   highlight=False)
     out.print(f"outputs: {len(plan.output_shards)} shards, stats {run_dir}/stats.json",
               highlight=False)
-    costs = estimate(manifest, by_kind)
-    out.print(f"estimate for {by_kind['code'] / 1e9:,.1f} GB of code and "
-              f"{by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for all of it):")
+    needed = manifest.mixture is not None and manifest.mixture.read == "needed"
+    fractions = read_fractions(manifest, by_source)
+    read_by_kind = {"code": 0, "text": 0}
+    for source in manifest.sources:
+        read_by_kind[source.kind] += int(by_source.get(source.name, 0)
+                                         * fractions[source.name])
+    if needed:
+        out.print("read: needed, expected share of each source read (the build's pilot "
+                  "measures the yield; this assumes estimate.KEPT_SHARE):")
+        for source in manifest.sources:
+            out.print(f"  {source.name:<24} {fractions[source.name]:>7.1%}  "
+                      f"~{by_source.get(source.name, 0) * fractions[source.name] / 1e9:,.1f} GB",
+                      highlight=False)
+    costs = estimate(manifest, read_by_kind)
+    charged = "what read: needed is expected to read" if needed else "all of it"
+    out.print(f"estimate for {read_by_kind['code'] / 1e9:,.1f} GB of code and "
+              f"{read_by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for {charged}):")
     out.print(f"  {'stage':<16} {'core-hours':>11} {'disk GB':>9} {'memory/worker':>14}")
     for cost in costs:
         out.print(f"  {cost.stage:<16} {cost.core_hours:>11,.1f} {cost.disk_bytes / 1e9:>9,.1f} "
@@ -181,6 +198,12 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     disk_tb = sum(c.disk_bytes for c in costs) / 1e12
     out.print(f"  total {core_hours:,.0f} core-hours, {disk_tb:,.2f} TB of disk: {nodes} node(s) "
               f"of {cores_per_node} cores finish it in a day", highlight=False)
+    if needed:
+        every = estimate(manifest, by_kind)
+        out.print(f"  with read: all ({by_kind['code'] / 1e9:,.1f} GB of code, "
+                  f"{by_kind['text'] / 1e9:,.1f} GB of text): "
+                  f"{sum(c.core_hours for c in every):,.0f} core-hours, "
+                  f"{sum(c.disk_bytes for c in every) / 1e12:,.2f} TB of disk", highlight=False)
     return EXIT_OK
 
 

@@ -24,11 +24,15 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
 )
 
 from lemur_data.pipeline.launch.plan import TrainConfig
@@ -98,6 +102,24 @@ class MixtureSpec(Strict):
     total_tokens: PositiveFloat
     weights: dict[str, PositiveFloat]
     """By kind (code, text) or by source name; per-language with `code:Python`."""
+    read: Literal["all", "needed"] = "all"
+    """`needed`: read only the seeded prefix of each source's units that the mixture
+    will use (pipeline/budget.py); `all`: every unit of every source."""
+    read_margin: NonNegativeFloat = 0.15
+    """With read: needed, read for target x (1 + margin) expected kept tokens."""
+    pilot_units: PositiveInt = 4
+    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+
+    @model_serializer(mode="wrap")
+    def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
+                                 info: SerializationInfo) -> dict[str, Any]:
+        # With read: all the budget keys change nothing: leaving them out keeps the
+        # fingerprint and manifest.json of a run byte-identical to before they existed.
+        data = handler(self)
+        if self.read == "all":
+            for key in ("read", "read_margin", "pilot_units"):
+                data.pop(key, None)
+        return data
 
 
 class MegatronOutputSpec(Strict):

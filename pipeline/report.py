@@ -145,6 +145,31 @@ def _stage_section(stage: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def read_rows(stats: dict[str, Any]) -> list[list[Any]]:
+    """Per source, with `read: needed`: what share of it the run read, and the yields."""
+    read = stats.get("read") or {}
+    return [[name, f"{s['fraction_read']:.1%}", f"{s['units_read']} of {s['units']}",
+             s["bytes_read"], s["bytes_not_read"], s["pilot_yield_tokens_per_byte"],
+             s["realized_yield_tokens_per_byte"]]
+            for name, s in (read.get("sources") or {}).items()]
+
+
+READ_HEADERS = ["source", "share read", "units read", "bytes read", "bytes not read (hint)",
+                "pilot tokens/byte", "realized tokens/byte"]
+
+
+def _read_section(stats: dict[str, Any]) -> str:
+    read = stats.get("read")
+    if not read:
+        return ""
+    return "\n".join([
+        "<h2 id='read'>Input read</h2>",
+        f"<p>mixture.read: needed: {read['rounds']} round(s); each source read up to the "
+        f"prefix its mixture components need (margin {read['read_margin']:.0%}). Units "
+        "not read are not counted as removed.</p>",
+        table(READ_HEADERS, read_rows(stats), "read")])
+
+
 def _mixture_section(stats: dict[str, Any]) -> str:
     mix = stats.get("mixture")
     if not mix:
@@ -210,7 +235,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
         table(["source", "docs", "bytes"], by_source, "output-sources"),
         table(["language", "docs", "bytes"], [(lang, c["docs"], c["bytes"]) for lang, c in by_lang],
               "output-langs"),
-        _profile_section(stats), _mixture_section(stats),
+        _profile_section(stats), _read_section(stats), _mixture_section(stats),
         "<h2 id='stage-details'>Stage details</h2>",
         *[_stage_section(s) for s in stats.get("stages") or []],
         "<h2 id='checks'>Checks</h2>",

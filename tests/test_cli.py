@@ -132,6 +132,13 @@ def test_plan_estimates_the_full_recipe_offline() -> None:
     nodes = int(total.split("TB of disk: ")[1].split()[0])
     assert hours > 100
     assert nodes in (math.ceil((hours - 1) / (32 * 24)), math.ceil((hours + 1) / (32 * 24)))
+    # the recipe reads only what its mixture needs: a small share of the web text, and
+    # the cost of reading everything is shown beside it
+    share = next(line for line in out.splitlines() if line.strip().startswith("refinedweb")
+                 and "%" in line)
+    assert float(share.split()[1].rstrip("%")) < 10
+    every = next(line for line in out.splitlines() if "with read: all" in line)
+    assert float(every.split("): ")[1].split()[0].replace(",", "")) > 5 * hours
 
 
 def test_bad_command_lines_get_messages_not_tracebacks(tmp_path: Path) -> None:
