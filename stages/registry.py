@@ -43,6 +43,9 @@ STAGE_INFO: dict[str, StageInfo] = {
     "ingest": StageInfo(
         None, "reads every source; removes empty, undecodable and over-large "
         "documents", (40.0, 40.0), listed=False),
+    "notebooks": StageInfo(
+        "notebooks:Notebooks", "Jupyter notebooks as scripts of their language (jupytext) or "
+        "StarCoder2's structured text; outputs and images dropped", (0.5, 1000.0)),
     "langid": StageInfo(
         "langid:LangId", "language identification (fastText lid.176 for text, file-type "
         "table for code)", (500.0, 6.2)),
