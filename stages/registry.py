@@ -46,6 +46,9 @@ STAGE_INFO: dict[str, StageInfo] = {
     "notebooks": StageInfo(
         "notebooks:Notebooks", "Jupyter notebooks as scripts of their language (jupytext) or "
         "StarCoder2's structured text; outputs and images dropped", (0.5, 1000.0)),
+    "licenses": StageInfo(
+        "licenses:Licenses", "keeps documents by licence: an SPDX allow-list (or `permissive`) "
+        "or a deny-list", (1000.0, 1000.0)),
     "langid": StageInfo(
         "langid:LangId", "language identification (fastText lid.176 for text, file-type "
         "table for code)", (500.0, 6.2)),
