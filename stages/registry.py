@@ -64,6 +64,9 @@ STAGE_INFO: dict[str, StageInfo] = {
     "minhash": StageInfo(
         "minhash.stage:MinHash", "MinHash LSH near-deduplication: one document per cluster "
         "survives", (20.0, 20.0), is_global=True),
+    "repo_context": StageInfo(
+        "repo_context:RepoContext", "joins each repository's kept files into repository "
+        "documents (dependency order, StarCoder2 format)", (20.0, 20.0), is_global=True),
     "decontaminate": StageInfo(
         "decontaminate.stage:Decontaminate", "removes documents overlapping evaluation "
         "benchmarks", (4.5, 4.5)),
