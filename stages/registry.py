@@ -45,7 +45,7 @@ STAGE_INFO: dict[str, StageInfo] = {
         "documents", (40.0, 40.0), listed=False),
     "notebooks": StageInfo(
         "notebooks:Notebooks", "Jupyter notebooks as scripts of their language (jupytext) or "
-        "StarCoder2's structured text; outputs and images dropped", (0.5, 1000.0)),
+        "StarCoder2's structured text; outputs and images dropped", (6.0, 1000.0)),
     "licenses": StageInfo(
         "licenses:Licenses", "keeps documents by licence: an SPDX allow-list (or `permissive`) "
         "or a deny-list", (1000.0, 1000.0)),
