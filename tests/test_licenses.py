@@ -10,6 +10,7 @@ import numpy
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from lemur_data.filters.licenses import alternatives, check, license_class
 from lemur_data.stages.base import ShardContext
@@ -134,3 +135,34 @@ def test_keep_order_stack_v2_prefers_permissive(tmp_path: Path) -> None:
     assert kept["stack-v2"] == {f"{n:02d}-2" for n in range(len(files))}
     assert pa.types.is_int8(pq.read_schema(hashes / "part-0000.parquet").field(
         "license_rank").type)
+
+
+@pytest.mark.slow
+def test_minhash_keep_order_stack_v2(ray_session, tmp_path: Path) -> None:
+    """Near-duplicates (a real file and two copies with one line appended): MinHash with
+    `keep_order: stack-v2` keeps the MIT copy although the GPL one has 100x the stars."""
+    from runs import run_build
+
+    files = sorted((SITE / "click").glob("*.py"))[:12]
+    rows = {"content": [], "path": [], "stars": [], "license": []}
+    for n, path in enumerate(files):
+        text = path.read_text()
+        for copy, (lic, stars) in enumerate([("GPL-3.0-only", 500), (None, 50), ("MIT", 5)]):
+            rows["content"].append(text + (f"\n# copy {copy}\n" if copy else ""))
+            rows["path"].append(f"{n:02d}-{copy}-{path.name}")
+            rows["stars"].append(stars)
+            rows["license"].append(lic)
+    pq.write_table(pa.table(rows), tmp_path / "dups.parquet")
+    manifest = {"name": "keep", "shard": {"max_docs": 10},
+                "sources": [{"name": "dups", "kind": "code", "lang": "Python",
+                             "reader": {"type": "parquet",
+                                        "paths": [str(tmp_path / "dups.parquet")]},
+                             "columns": {"text": "content", "path": "path", "stars": "stars",
+                                         "license": "license"}}],
+                "stages": [{"minhash": {"keep_order": "stack-v2", "partitions": 2}}]}
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    shards = sorted(run.glob("stages/03-minhash/*.parquet"))
+    kept = pa.concat_tables([pq.read_table(p) for p in shards])
+    assert sorted(kept.column("path").to_pylist()) == sorted(
+        f"{n:02d}-2-{p.name}" for n, p in enumerate(files))
