@@ -160,6 +160,12 @@ def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
     return pq.read_table(p, filesystem=fs, columns=columns)
 
 
+def parquet_columns(path: str) -> list[str]:
+    """Column names of a parquet file, from its footer only."""
+    fs, p = filesystem(path)
+    return pq.read_schema(p, filesystem=fs).names
+
+
 def remove_temporaries(folder: str) -> int:
     """Delete the temp files of interrupted atomic writes below `folder`."""
     fs, p = filesystem(folder)

@@ -149,3 +149,21 @@ def test_formats_and_chunks_on_real_files() -> None:
     # a cycle is tolerated: every file still appears once
     assert sorted(dependency_order(["a", "b", "c"], {"a": {"b"}, "b": {"a"}, "c": {"a"}})) == [
         "a", "b", "c"]
+
+
+def test_mixture_weighs_repository_documents_apart(reference_run: Path) -> None:
+    """`code@repo` takes the repository documents, `code` the single files."""
+    from lemur_data.stages.mix.params import assign
+
+    after = _table(reference_run, "05-repo_context")
+    before = _table(reference_run, "03-exact_dedup")
+    both = pa.concat_tables([after, before], promote_options="default")
+    which = assign(both, ["code", "code@repo", "site:Python@repo"])
+    assert set(which[: after.num_rows]) == {2}  # most specific first: source:lang@repo
+    assert set(which[after.num_rows:]) == {0}
+    assert set(assign(both, ["code", "code@repo"])[: after.num_rows]) == {1}
+    assert set(assign(before, ["code", "code@repo"])) == {0}  # no repo_files column at all
+    manifest = _manifest()
+    manifest["mixture"] = {"total_tokens": 1e6, "weights": {"code@repo": 1, "code": 2}}
+    manifest["tokenizer"] = {}
+    parse_manifest(manifest, base_dir=reference_run.parent)  # `@repo` keys are valid
