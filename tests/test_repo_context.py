@@ -167,3 +167,36 @@ def test_mixture_weighs_repository_documents_apart(reference_run: Path) -> None:
     manifest["mixture"] = {"total_tokens": 1e6, "weights": {"code@repo": 1, "code": 2}}
     manifest["tokenizer"] = {}
     parse_manifest(manifest, base_dir=reference_run.parent)  # `@repo` keys are valid
+
+
+def test_random_order_and_path_comments(tmp_path: Path) -> None:
+    """Group and build tasks run directly on one real package: `random` order is fixed by
+    the seed (another seed, another order) and `path_comments` puts every file's path
+    before its text."""
+    from lemur_data.stages.repo_context import BuildPartition, GroupShard, RepoContextParams
+    from lemur_data.stages.storage import documents_table, write_parquet_atomic
+
+    paths = sorted((SITE / "click").glob("*.py"))
+    rows = [{"id": f"f{i:03d}", "text": p.read_text(), "source": "site", "kind": "code",
+             "lang": "Python", "path": str(p.relative_to(SITE)), "repo": "click"}
+            for i, p in enumerate(paths)]
+    shard = tmp_path / "s0.parquet"
+    write_parquet_atomic(str(shard), documents_table(rows))
+    params = RepoContextParams(order="random", format="path_comments", partitions=1,
+                               max_bytes=10**9)
+    GroupShard("s0", str(shard), (str(tmp_path / "g.parquet"),), params)()
+    orders = []
+    for seed in (1, 1, 2):
+        out = tmp_path / f"seed{seed}-{len(orders)}"
+        BuildPartition((str(tmp_path / "g.parquet"),), str(out / "docs.parquet"),
+                       str(out / "merged.parquet"), params, seed)()
+        doc = pq.read_table(out / "docs.parquet").to_pylist()[0]
+        orders.append(doc["repo_files"])
+        text, at = doc["text"], 0
+        for file_id in doc["repo_files"]:
+            row = rows[int(file_id[1:])]
+            block = f"# {row['path']}\n{row['text']}"
+            at = text.index(block, at) + len(block)
+        assert pq.read_table(out / "merged.parquet").num_rows == len(rows) - 1
+    assert orders[0] == orders[1] != orders[2]
+    assert sorted(orders[0]) == [r["id"] for r in rows] and orders[0] != sorted(orders[0])
