@@ -212,6 +212,11 @@ def _limitations(stats: dict[str, Any]) -> str:
     if not names & {"minhash"}:
         notes.append("No near-duplicate (MinHash) stage ran: only exact copies, if any, "
                      "were removed.")
+    if "repo_context" in names:
+        notes.append("repo_context joined each repository's files into repository documents: "
+                     "such a document counts once as kept, and each file it absorbed besides "
+                     "its first is listed as removed `repo_context:merged` (its `repo_files` "
+                     "column names every file it holds).")
     mix = stats.get("mixture") or {}
     repeated = [c["key"] for c in mix.get("components", []) if c.get("realized_epochs", 0) > 1]
     if repeated:

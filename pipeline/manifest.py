@@ -321,7 +321,7 @@ def _check_references(manifest: Manifest) -> list[str]:
         problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:
         for key in manifest.mixture.weights:
-            base = key.split(":", 1)[0]
+            base = key.removesuffix("@repo").split(":", 1)[0]  # @repo: repository documents
             if base not in ("code", "text") and base not in names:
                 problems.append(f"mixture.weights.{key}: not a kind (code, text) or a source "
                                 f"name ({names})")

@@ -3,7 +3,8 @@
 Phases: `hash` (per shard: content hash, partitioned by hash), `decide` (per
 partition: keep the best copy of each hash), then the applier removes the rest
 shard by shard. Memory per task is one partition's hashes, never the corpus.
-Which copy survives is fixed: most stars, then a known license, then smallest id.
+Which copy survives: `keep_order` (stages/keeper.py): most stars, then a known
+licence, then smallest id; or The Stack v2's licence-class-first order.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from lemur_data.stages.base import (
     Task,
     in_scope,
 )
+from lemur_data.stages.keeper import KeepOrder, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):
@@ -37,6 +39,9 @@ class ExactDedupParams(StageParams):
     """`whitespace` collapses runs of whitespace before hashing."""
     partitions: PositiveInt = 8
     """Hash partitions; memory per decide task is about corpus hashes / partitions."""
+    keep_order: KeepOrder = "stars"
+    """Which copy survives: `stars` (most stars, then a known licence, then smallest id)
+    or `stack-v2` (permissive > no licence > non-permissive, then stars, then id)."""
 
 
 def content_hashes(text: pa.ChunkedArray | pa.Array, normalize: str) -> list[str]:
@@ -52,6 +57,7 @@ class HashShard:
     normalize: str
     partitions: int
     scope: StageParams | None = None
+    keep_order: KeepOrder = "stars"
 
     def __call__(self) -> dict[str, Any]:
         table = storage.read_parquet(self.shard_path,
@@ -63,10 +69,9 @@ class HashShard:
             "hash": hashes,
             "id": table.column("id").to_pylist(),
             "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
-            "licensed": pc.fill_null(pc.not_equal(table.column("license"), "unknown"),
-                                     False).to_pylist(),
+            "license_rank": license_ranks(table.column("license"), self.keep_order).to_pylist(),
         }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
-                   "licensed": pl.Boolean})
+                   "license_rank": pl.Int8})
         frame = frame.with_columns(
             (pl.col("hash").str.slice(0, 8).str.to_integer(base=16) % self.partitions)
             .alias("part"))
@@ -82,6 +87,7 @@ class DecidePartition:
     inputs: list[str]
     out_path: str
     shard_of: dict[str, str]  # hash-input folder -> shard id
+    keep_order: KeepOrder = "stars"
 
     def __call__(self) -> dict[str, Any]:
         frames = [pl.from_arrow(storage.read_parquet(path)).with_columns(
@@ -91,8 +97,8 @@ class DecidePartition:
         if frame.is_empty():
             storage.write_parquet_atomic(self.out_path, _empty_drops())
             return {"duplicates": 0}
-        ranked = frame.sort(["hash", "stars", "licensed", "id"],
-                            descending=[False, True, True, False])
+        by, descending = sort_keys("hash", self.keep_order)
+        ranked = frame.sort(by, descending=descending)
         keeper = ranked.group_by("hash", maintain_order=True).agg(pl.col("id").first()
                                                                   .alias("kept_id"))
         drops = (ranked.join(keeper, on="hash").filter(pl.col("id") != pl.col("kept_id"))
@@ -139,7 +145,7 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         parts = [f"part-{part:04d}.parquet" for part in range(p.partitions)]
         hashing = Phase("hash", [
             Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions,
-                                  p),
+                                  p, p.keep_order),
                  tuple(storage.join(hash_dir, shard, name) for name in parts))
             for shard, path in ctx.input_shards.items()])
         shard_of = {shard: shard for shard in ctx.input_shards}
@@ -147,7 +153,8 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
             Task(f"part-{part:04d}", DecidePartition(
                 [storage.join(hash_dir, shard, f"part-{part:04d}.parquet")
                  for shard in ctx.input_shards],
-                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of),
+                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of,
+                p.keep_order),
                  (storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"),))
             for part in range(p.partitions)])
         return [hashing, deciding]

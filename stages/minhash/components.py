@@ -3,8 +3,9 @@
 Connected components over the (verified) pairs, by scipy's sparse-graph
 routine, in one task: its memory is the edge list plus one int per clustered
 document (16 bytes per edge, about 2 GB per 100M edges), not the corpus.
-Which member survives: most stars, then a known license, then smallest id
-(as exact dedup). A cluster is named by its smallest member id.
+Which member survives: `keep_order` (stages/keeper.py; as exact dedup): most
+stars, then a known licence, then smallest id, or The Stack v2's licence-first
+order. A cluster is named by its smallest member id.
 
 Writes `decisions/part-PPPP.parquet` (shard, id, kept_id, cluster, size) split
 by shard index, and `clusters.json` for stats.
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lemur_data.stages import storage
+from lemur_data.stages.keeper import KeepOrder, sort_keys
 from lemur_data.stages.minhash.buckets import sorted_unique, unique_pairs
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class Components:
     shard_ids: tuple[str, ...]  # shard index -> shard id
     decisions_out: tuple[str, ...]  # by shard index % partitions
     clusters_out: str
+    keep_order: KeepOrder = "stars"
 
     def outputs(self) -> tuple[str, ...]:
         return (self.clusters_out, *self.decisions_out)
@@ -81,8 +84,8 @@ class Components:
                                shape=(nodes.size, nodes.size))
             _, labels = connected_components(graph, directed=False)
         members = self._members(nodes, labels)
-        ranked = members.sort(["component", "stars", "licensed", "id"],
-                              descending=[False, True, True, False])
+        by, descending = sort_keys("component", self.keep_order)
+        ranked = members.sort(by, descending=descending)
         clusters = ranked.group_by("component", maintain_order=True).agg(
             pl.col("id").first().alias("kept_id"), pl.col("id").min().alias("cluster"),
             pl.len().alias("size"))
@@ -119,11 +122,11 @@ class Components:
         wanted = pa.array(nodes, pa.uint64())
         parts = []
         for path in self.meta_files:
-            meta = storage.read_parquet(path, ["key", "id", "stars", "licensed"])
+            meta = storage.read_parquet(path, ["key", "id", "stars", "license_rank"])
             parts.append(meta.filter(pc.is_in(meta.column("key"), wanted)))
         table = pa.concat_tables(parts) if parts else pa.schema(
             [("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),
-             ("licensed", pa.bool_())]).empty_table()
+             ("license_rank", pa.int8())]).empty_table()
         frame = pl.from_arrow(table.sort_by("key"))
         assert isinstance(frame, pl.DataFrame)
         component = labels[np.searchsorted(nodes, frame["key"].to_numpy())]

@@ -22,7 +22,7 @@ class WorkFiles:
     root: str
 
     def meta(self, shard: str) -> str:
-        """Per shard: (key, id, stars, licensed, shingles) of its signed documents."""
+        """Per shard: (key, id, stars, license_rank, shingles) of its signed documents."""
         return storage.join(self.root, "meta", f"{shard}.parquet")
 
     def bands(self, shard: str, part: int) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from lemur_data.stages.base import StageParams
+from lemur_data.stages.keeper import KeepOrder
 
 
 class MinHashParams(StageParams):
@@ -49,6 +50,10 @@ class MinHashParams(StageParams):
     partitions: PositiveInt = 8
     """Band partitions and document partitions; memory per task ~ 1/partitions of the
     corpus' band rows (buckets) or shingle sets (verify)."""
+    keep_order: KeepOrder = "stars"
+    """Which member of a cluster survives: `stars` (most stars, then a known licence,
+    then smallest id) or `stack-v2` (permissive > no licence > non-permissive, then
+    stars, then id); stages/keeper.py."""
     bucket_window: PositiveInt = 8
     """In a bucket sorted by document, each member pairs with the next `bucket_window`
     members: all pairs for buckets up to bucket_window+1 members, a connected band of

@@ -119,7 +119,7 @@ class MinHash(GlobalStage[MinHashParams]):
         phases.append(Phase("components", [task("all", Components(
             edge_files, candidate_files, tuple(files.meta(shard) for shard in shards),
             tuple(shards), decisions_out=tuple(files.decisions(q) for q in parts),
-            clusters_out=files.clusters()))]))
+            clusters_out=files.clusters(), keep_order=p.keep_order))]))
         return phases
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:

@@ -2,8 +2,9 @@
 
 `tree` walks a folder of repositories: the language comes from the file name,
 extension and shebang, the repo from the first path components, and the license
-from a LICENSE/COPYING file at the repo's top. `files` takes glob patterns
-(local or fsspec URLs), one document per file.
+from the package's `*.dist-info/METADATA` when the root is a site-packages folder
+(package_license.py), else from a LICENSE/COPYING file at the repo's top. `files`
+takes glob patterns (local or fsspec URLs), one document per file.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from lemur_data.stages.readers.common import (
     expand_paths,
     file_size,
 )
+from lemur_data.stages.readers.package_license import PackageLicenses
 
 DEFAULT_EXCLUDE = ["*/.git/*", ".git/*", "*/__pycache__/*", "__pycache__/*", "*.pyc", "*.pyo",
                    "*/node_modules/*", "*.so", "*.o", "*.a", "*.dylib", "*.dll", "*.exe",
@@ -52,7 +54,8 @@ class TreeParams(ReaderParams):
     repo_depth: int = 0
     """Path components below root that name a repo (0: the root itself is the repo)."""
     license: str | None = None
-    """Fixed license for every file; otherwise read from each repo's LICENSE file."""
+    """Fixed license for every file; otherwise the repo's installed package metadata
+    (`*.dist-info/METADATA` beside it), else its LICENSE file."""
     follow_symlinks: bool = False
     """Read what a symlink to a file points to (a link to a folder is never walked, so a
     loop cannot hang the walk). Off: each symlink is an `ingest:symlink` record."""
@@ -79,8 +82,7 @@ class TreeReader:
             os.path.join(root, d) for d in sorted(self.params.subdirs)
             if os.path.isdir(os.path.join(root, d))]
         files = [item for top in tops for item in self._walk(root, top)]
-        licenses = {repo: _license_of(os.path.join(root, repo)) for repo in
-                    sorted({self._repo(rel) for rel, _, _ in files})}
+        licenses = self._licenses(root, sorted({self._repo(rel) for rel, _, _ in files}))
         chunks = chunk_by(files, [size for _, size, _ in files], max_docs, max_bytes)
         return [InputUnit(self.source.name, i,
                           {"root": root, "files": chunk,
@@ -88,6 +90,13 @@ class TreeReader:
                                         {self._repo(f) for f, _, _ in chunk}}},
                           len(chunk), sum(s for _, s, _ in chunk))
                 for i, chunk in enumerate(chunks)]
+
+    def _licenses(self, root: str, repos: list[str]) -> dict[str, str | None]:
+        if self.params.license is not None:
+            return {repo: self.params.license for repo in repos}
+        packages = PackageLicenses(root, _license_in_text)
+        return {repo: (repo and packages.license(repo.rsplit("/", 1)[-1]))
+                or _license_of(os.path.join(root, repo)) for repo in repos}
 
     def _walk(self, root: str, top: str) -> Iterator[tuple[str, int, str | None]]:
         """(path below root, size, why it is skipped or None) of every selected entry.
@@ -222,8 +231,12 @@ def _license_of(folder: str) -> str | None:
         if _LICENSE_FILE.match(name) and os.path.isfile(os.path.join(folder, name)):
             with open(os.path.join(folder, name), "rb") as handle:
                 text = handle.read(20000).decode("utf-8", "replace")
-            for spdx, marker in _LICENSE_MARKERS:
-                if re.search(marker, text, re.IGNORECASE):
-                    return spdx
-            return "unknown"
+            return _license_in_text(text) or "unknown"
+    return None
+
+
+def _license_in_text(text: str) -> str | None:
+    for spdx, marker in _LICENSE_MARKERS:
+        if re.search(marker, text, re.IGNORECASE):
+            return spdx
     return None
