@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import fixture
+from fixtures import debian_python_stdlib
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
@@ -38,13 +38,12 @@ def _write(folder: Path, name: str, docs: dict[str, str], rng: random.Random) ->
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
-    debian_stdlib = fixture("libpython3.11-stdlib") / "usr/lib/python3.11"
     rng = random.Random(3)
     folder = tmp_path_factory.mktemp("exact-corpus")
     ours = {f"py/{k}": v for k, v in _files(STDLIB).items()}
     for name in rng.sample(sorted(ours), 15):  # whitespace-only edits of real files
         ours[f"ws/{name}"] = re.sub(r"\n", "  \n", ours[name], count=5)
-    theirs = {f"debian/{k}": v for k, v in _files(debian_stdlib).items()}
+    theirs = {f"debian/{k}": v for root in debian_python_stdlib() for k, v in _files(root).items()}
     return _write(folder, "ours", ours, rng), _write(folder, "debian", theirs, rng), \
         {**ours, **theirs}
 

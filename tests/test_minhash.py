@@ -20,7 +20,7 @@ import pytest
 from datasketch import MinHash as DatasketchMinHash
 from datasketch import MinHashLSH
 from datasketch.lsh import _optimal_param
-from fixtures import fixture
+from fixtures import debian_python_stdlib
 
 from lemur_data.filters import shingles as sh
 from lemur_data.pipeline.build import build
@@ -68,8 +68,8 @@ def _perturb(text: str, rng: random.Random) -> str:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A parquet of real files, Debian copies, and perturbed copies; path -> text."""
-    debian_stdlib = fixture("libpython3.11-stdlib") / "usr/lib/python3.11"
-    ours, debian = _real_files(STDLIB), _real_files(debian_stdlib)
+    ours = _real_files(STDLIB)
+    debian = {k: v for root in debian_python_stdlib() for k, v in _real_files(root).items()}
     rng = random.Random(5)
     docs = {f"py/{k}": v for k, v in ours.items()}
     docs.update({f"debian/{k}": v for k, v in debian.items()})

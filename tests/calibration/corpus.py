@@ -62,8 +62,8 @@ TANSTACK = ("@tanstack/react-query:package", "@tanstack/react-router:package")
 # Intentionally broken test inputs (badsyntax_*.py, Go testdata) are excluded:
 # they would count against the grammar for files that are meant not to parse.
 ROOTS: list[Root] = [
-    Root("libpython3.11-stdlib:usr/lib/python3.11", "Python",
-         ("/test/", "/lib2to3/", "/idlelib/", "-packages/")),
+    *(Root(f"{name}:usr/lib/python3.11", "Python", ("/test/", "/lib2to3/", "/idlelib/"))
+      for name in ("libpython3.11-minimal", "libpython3.11-stdlib")),
     *(Root(f"{name}:usr/include", "C") for name in ("linux-libc-dev", "libc6-dev", "libssl-dev")),
     Root("golang-1.19-src:usr/share/go-1.19/misc/cgo", "C"),
     Root("libstdc++-12-dev:usr/include/c++/12", "C++", forced=True),
