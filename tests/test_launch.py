@@ -420,6 +420,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_dry_run_prints_and_real_run_refuses_without_gpus(built_run: tuple[dict, Path],
                                                               tmp_path: Path) -> None:
     raw, run = built_run
