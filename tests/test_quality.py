@@ -222,7 +222,7 @@ def test_word_splitter_on_a_word_before_a_long_dash_run() -> None:
     """ASCII art and rules like `#--cut-----` once made the splitter backtrack 2^n ways:
     this real file's 74-dash line never finished (a kernel doc's circuit diagram took 25 s).
     In a child process, since a regression hangs rather than fails."""
-    path = STDLIB / "test" / "test_profile.py"
+    path = fixture("libpython3.11-testsuite") / "usr/lib/python3.11/test/test_profile.py"
     text = path.read_text()
     assert "#--cut" + "-" * 70 in text
     done = subprocess.run([sys.executable, "-c", _SPLIT_WORDS, str(path)], timeout=120,

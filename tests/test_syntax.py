@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import INCLUDE, STDLIB
-from fixtures import fixture
+from conftest import STDLIB
+from fixtures import fixture, python_include
 
 from lemur_data.filters import syntax_balance, syntax_check, syntax_mask
 from lemur_data.stages.base import ShardContext
@@ -73,8 +73,8 @@ def test_ruby_stray_end_counts_as_an_error() -> None:
 
 
 def test_balance_catches_damage_the_c_grammar_misses() -> None:
-    """Python.h is valid C the grammar errs on; balance is 0 there, not when damaged."""
-    header = (INCLUDE / "object.h").read_bytes()
+    """object.h is valid C the grammar errs on; balance is 0 there, not when damaged."""
+    header = (python_include() / "object.h").read_bytes()
     checker = syntax_check.Checker("C")
     report = checker.check_file(header)
     assert report.unbalanced == 0
@@ -202,7 +202,8 @@ def test_html_balance_counts_always_closed_elements() -> None:
 
 
 def test_preprocessor_mask_keeps_offsets_and_first_branch() -> None:
-    header = (INCLUDE / "Python.h").read_bytes() + (INCLUDE / "pyport.h").read_bytes()
+    include = python_include()
+    header = (include / "Python.h").read_bytes() + (include / "pyport.h").read_bytes()
     masked = syntax_mask.mask_preprocessor(header)
     assert len(masked) == len(header)
     assert masked.count(b"\n") == header.count(b"\n")
