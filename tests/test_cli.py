@@ -58,6 +58,7 @@ def test_validate_and_plan_the_demo() -> None:
     assert "python-stdlib" in plan.stdout and "01-ingest" in plan.stdout
 
 
+@pytest.mark.slow
 def test_failed_run_exits_1_naming_the_file(tmp_path: Path) -> None:
     stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
     manifest = {"name": "nocol", "sources": [
@@ -81,6 +82,7 @@ def test_unwritable_run_dir_exits_1(tmp_path: Path) -> None:
     assert result.returncode == 1 and str(blocker) in result.stderr
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     for package in ("email", "json", "http", "urllib", "logging", "xml"):
@@ -116,6 +118,7 @@ def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     assert digest(killed_dir) == digest(tmp_path / "clean")
 
 
+@pytest.mark.slow
 def test_plan_estimates_the_full_recipe_offline() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["HF_HUB_OFFLINE"] = "1"

@@ -128,6 +128,7 @@ def test_planted_contacts_in_real_prose() -> None:
         assert redact(planted, find_pii(planted)) == expected, name
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
 def test_redacted_real_python_still_parses() -> None:
     """Real files with real findings (author emails, example keys): still valid Python."""

@@ -284,7 +284,7 @@ def test_tree_languages_repos_and_licenses(tmp_path: Path) -> None:
     tool = root / "tools"
     tool.mkdir()
     shutil.copy(STDLIB / "venv" / "scripts" / "common" / "activate", tool / "activate")
-    (tool / "run").write_text("#!/usr/bin/env python3\n" + (STDLIB / "this.py").read_text())
+    (tool / "run").write_text("#!/usr/local/bin/python3\n" + (STDLIB / "this.py").read_text())
     (tool / "header.h").write_text((Path(__file__).parent / "data_cpp_header.txt").read_text()
                                    if (Path(__file__).parent / "data_cpp_header.txt").exists()
                                    else "namespace demo {\nclass A { public: int x; };\n}\n")
