@@ -1,5 +1,5 @@
 """The notebooks stage on real notebooks (Debian's doc packages, nbconvert's and
-nbformat's test notebooks; tests/notebook_fixtures.py fetches them once)."""
+nbformat's test notebooks; tests/fixtures/fetch.py fetches them once)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures import fixture, real_notebooks
 
 from lemur_data.filters.notebooks import (
     InvalidNotebook,
@@ -23,7 +24,6 @@ from lemur_data.filters.notebooks import (
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.notebooks import Notebooks, NotebooksParams
 from lemur_data.stages.storage import documents_table
-from notebook_fixtures import pypi_sdist, real_notebooks
 
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{76,}={0,2}")
 CTX = ShardContext("0", "", 0)
@@ -145,7 +145,7 @@ def test_structured_matches_hand_checked_notebook() -> None:
     """nbconvert's notebook1.ipynb, written out by hand from its JSON: the markdown runs
     merge with a blank line, the three consecutive code cells merge with their outputs
     (sympy's text/plain beside each PNG), the trailing empty cell is skipped."""
-    path = pypi_sdist("nbconvert", "7.17.2") / "nbconvert-7.17.2/tests/files/notebook1.ipynb"
+    path = fixture("nbconvert") / "nbconvert-7.17.2/tests/files/notebook1.ipynb"
     expected = (
         "<jupyter_start><jupyter_text># A simple SymPy example\n\n"
         "First we import SymPy and initialize printing:"

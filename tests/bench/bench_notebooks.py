@@ -2,8 +2,8 @@
 
 Run by hand (not collected by pytest):
     python tests/bench/bench_notebooks.py [--rounds 3]
-The notebooks are tests/notebook_fixtures.py's (Debian doc packages, nbconvert's and
-nbformat's test notebooks; fetched once into the fixture cache).
+The notebooks are the notebook fixtures of tests/fixtures/fetch.py (Debian doc packages,
+nbconvert's and nbformat's test notebooks; fetched once into the fixture cache).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fixtures import real_notebooks  # noqa: E402
+
 from lemur_data.stages.base import ShardContext  # noqa: E402
 from lemur_data.stages.notebooks import Notebooks, NotebooksParams  # noqa: E402
 from lemur_data.stages.storage import documents_table  # noqa: E402
-from notebook_fixtures import real_notebooks  # noqa: E402
 
 
 def main() -> None:
