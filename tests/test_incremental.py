@@ -1,0 +1,217 @@
+"""Deduplicating a new build against an earlier one (`against:`), on real near duplicates:
+standard-library packages of the running Python 3.11.7 (run A) and of Debian's 3.11 (run B
+holds both). Many files are byte-identical across the two, others differ by patch-level
+edits. The joint build (B's sources, no `against`) is the reference.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lemur_data.pipeline.build import build
+from lemur_data.pipeline.cli import main
+from lemur_data.pipeline.manifest import parse_manifest
+from lemur_data.pipeline.planner import plan_run
+from lemur_data.stages.incremental.index import EarlierRunError
+from runs import digest
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+DEBIAN = Path("/usr/lib/python3.11")  # .ci/apt-packages.txt: libpython3.11-stdlib
+PACKAGES = ("json", "email", "http", "logging", "concurrent", "xml", "urllib", "asyncio",
+            "importlib", "unittest", "multiprocessing")
+
+
+def _write(folder: Path, name: str, root: Path, rng: random.Random) -> Path:
+    paths = sorted(str(p.relative_to(root)) for package in PACKAGES
+                   for p in (root / package).rglob("*.py"))
+    table = pa.table({"content": [(root / p).read_text(encoding="utf-8") for p in paths],
+                      "path": paths,
+                      "stars": pa.array([rng.choice([None, 1, 9, 40]) for _ in paths], pa.int64()),
+                      "license": [rng.choice([None, "unknown", "MIT"]) for _ in paths]})
+    pq.write_table(table, folder / f"{name}.parquet")
+    return folder / f"{name}.parquet"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    assert DEBIAN.is_dir(), "Debian's python3.11 standard library is needed (apt)"
+    rng = random.Random(5)
+    folder = tmp_path_factory.mktemp("incremental-corpus")
+    return {"ours": _write(folder, "ours", STDLIB, rng),
+            "debian": _write(folder, "debian", DEBIAN, rng)}
+
+
+def manifest(corpus: dict[str, Path], sources: list[str], against: list[str] | None = None,
+             index: bool = False, **minhash: Any) -> dict[str, Any]:
+    columns = {"text": "content", "path": "path", "stars": "stars", "license": "license"}
+    exact: dict[str, Any] = {"partitions": 3, "index": index}
+    near: dict[str, Any] = {"partitions": 3, "index": index, **minhash}
+    if against:
+        exact["against"] = near["against"] = against
+    return {"name": "incremental", "shard": {"max_docs": 60},
+            "sources": [{"name": s, "kind": "code", "columns": columns,
+                         "reader": {"type": "parquet", "paths": [str(corpus[s])]}}
+                        for s in sources],
+            "stages": [{"exact_dedup": exact}, {"minhash": near}]}
+
+
+def run(raw: dict[str, Any], run_dir: Path, workers: int = 2) -> Path:
+    build(parse_manifest(raw, "test"), str(run_dir), workers=workers, progress="none")
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def runs(ray_session, corpus, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("incremental-runs")
+    a = run(manifest(corpus, ["ours"], index=True), root / "a")
+    before = digest(a)
+    b = run(manifest(corpus, ["ours", "debian"], against=[str(a)]), root / "b")
+    joint = run(manifest(corpus, ["ours", "debian"]), root / "joint")
+    return {"a": a, "b": b, "joint": joint, "a_before": before}
+
+
+def kept(run_dir: Path) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p, columns=["id", "text", "source"])
+                             for p in sorted(run_dir.glob("stages/05-*/*.parquet"))])
+
+
+def removed(run_dir: Path, step: str) -> pa.Table:
+    tables = [pq.read_table(p, columns=["id", "reason", "detail"])
+              for p in sorted(run_dir.glob(f"removed/{step}/*.parquet"))]
+    return pa.concat_tables(tables)
+
+
+def test_earlier_run_is_read_never_written(runs) -> None:
+    assert digest(runs["a"]) == runs["a_before"]
+
+
+def test_documents_a_kept_are_removed_from_b_naming_run_and_id(runs) -> None:
+    a_ids = set(kept(runs["a"]).column("id").to_pylist())
+    a_texts = set(kept(runs["a"]).column("text").to_pylist())
+    exact = removed(runs["b"], "03-exact_dedup").to_pylist()
+    near = removed(runs["b"], "05-minhash").to_pylist()
+    of_earlier = [r for r in exact if r["reason"] == "exact_dedup:duplicate_of_earlier"]
+    near_earlier = [r for r in near if r["reason"] == "minhash:near_duplicate_of_earlier"]
+    assert len(of_earlier) > 100 and len(near_earlier) > 10
+    for row in of_earlier + near_earlier:
+        kept_id = row["detail"].split()[3 if "near" in row["reason"] else 2]
+        assert kept_id in a_ids, row
+        assert row["detail"].endswith(f"in earlier run {runs['a']}"), row
+    # No text A kept survives in B, and B's own copies of A's sources are all gone.
+    b_kept = kept(runs["b"])
+    assert not set(b_kept.column("text").to_pylist()) & a_texts
+    assert set(b_kept.column("source").to_pylist()) <= {"debian"}
+    # stats and report name what was deduplicated against what, with the counts
+    import json
+
+    stats = json.loads((runs["b"] / "stats.json").read_text())
+    by_name = {s["name"]: s for s in stats["stages"]}
+    assert by_name["exact_dedup"]["against"] == [{"run": str(runs["a"]),
+                                                  "removed": len(of_earlier)}]
+    assert by_name["minhash"]["against"] == [{"run": str(runs["a"]),
+                                              "removed": len(near_earlier)}]
+    assert str(runs["a"]) in (runs["b"] / "README.md").read_text()
+    assert str(runs["a"]) in (runs["b"] / "report.html").read_text()
+
+
+def test_a_union_b_keeps_one_copy_of_each_joint_cluster(runs) -> None:
+    """A + B keep exactly one document of every cluster the joint build keeps one of.
+    The copies may differ: where a cluster spans A and B, A's copy survives (it has
+    shipped); within a run, the usual priority (stars, license, id) picks."""
+    joint_kept = set(kept(runs["joint"]).column("id").to_pylist())
+    exact_of = {r["id"]: r["kept_id"] for p in sorted(
+        (runs["joint"] / "work" / "02-exact_dedup" / "decisions").glob("*.parquet"))
+        for r in pq.read_table(p).to_pylist()}
+    near_of = {r["id"]: r["kept_id"] for p in sorted(
+        (runs["joint"] / "work" / "04-minhash" / "decisions").glob("*.parquet"))
+        for r in pq.read_table(p).to_pylist()}
+
+    def cluster(doc: str) -> str:
+        doc = exact_of.get(doc, doc)
+        return near_of.get(doc, doc)
+
+    ids = kept(runs["a"]).column("id").to_pylist() + kept(runs["b"]).column("id").to_pylist()
+    clusters = [cluster(i) for i in ids]
+    print(f"A {kept(runs['a']).num_rows} + B {kept(runs['b']).num_rows} kept; "
+          f"joint {len(joint_kept)}")
+    assert sorted(clusters) == sorted(joint_kept)
+
+
+def test_one_worker_and_a_killed_run_give_the_same_bytes(runs, corpus, tmp_path: Path) -> None:
+    raw = manifest(corpus, ["ours", "debian"], against=[str(runs["a"])])
+    expected = digest(runs["b"])
+    assert digest(run(raw, tmp_path / "one", workers=1)) == expected
+    resumed = tmp_path / "resumed"
+    shutil.copytree(runs["b"], resumed)
+    # As a kill in the middle of verify_earlier leaves it: half its markers, one file gone,
+    # a temp file, nothing after.
+    markers = resumed / "markers" / "04-minhash"
+    done = sorted((markers / "verify_earlier").glob("*.json"))
+    for marker in done[len(done) // 2:]:
+        marker.unlink()
+    (resumed / "work" / "04-minhash" / "earlier" / "edges" / "part-0002.parquet").unlink()
+    (resumed / "work" / "04-minhash" / "earlier" / "edges" / ".tmp-dead-part-0002.parquet"
+     ).write_bytes(b"x")
+    shutil.rmtree(markers / "components")
+    shutil.rmtree(resumed / "work" / "04-minhash" / "decisions")
+    for folder in ("markers", "stages", "removed"):
+        shutil.rmtree(resumed / folder / "05-minhash")
+    (resumed / "stats.json").unlink()
+    run(raw, resumed)
+    assert digest(resumed) == expected
+
+
+def test_index_command_writes_the_same_index_and_is_a_noop_after(runs, corpus,
+                                                                 tmp_path: Path) -> None:
+    plain = run(manifest(corpus, ["ours"]), tmp_path / "plain")
+    assert not (plain / "index").exists()
+    assert main(["index", "--run-dir", str(plain)]) == 0
+    ours = {k: v for k, v in digest(plain / "index").items() if k != "index.json"}
+    theirs = {k: v for k, v in digest(runs["a"] / "index").items() if k != "index.json"}
+    assert ours == theirs and len(ours) == 3 + 3 * 3
+    stamp = (plain / "index" / "index.json").stat().st_mtime_ns
+    assert main(["index", "--run-dir", str(plain)]) == 0
+    assert (plain / "index" / "index.json").stat().st_mtime_ns == stamp
+
+
+def test_run_without_verify_gets_its_shingle_sets_from_its_text(runs, corpus,
+                                                                tmp_path: Path) -> None:
+    unverified = run(manifest(corpus, ["ours"], index=True, verify=False), tmp_path / "nv")
+    for part in range(3):
+        name = f"index/minhash/shingles/part-{part:04d}.parquet"
+        assert pq.read_table(unverified / name).equals(pq.read_table(runs["a"] / name))
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"seed": 7}, "'seed'"), ({"permutations": 128}, "'permutations'"),
+    ({"ngram": 3}, "'ngram'"), ({"tokenizer": "whitespace"}, "'tokenizer'"),
+    ({"bands": 16, "rows": 16}, "'bands'")])
+def test_other_minhash_parameters_are_refused_by_name(runs, corpus, change, named) -> None:
+    raw = manifest(corpus, ["debian"], against=[str(runs["a"])], **change)
+    with pytest.raises(EarlierRunError, match=named):
+        plan_run(parse_manifest(raw, "test"), "/nonexistent/run")
+
+
+def test_other_exact_normalization_another_format_or_no_index_are_refused(
+        runs, corpus, tmp_path: Path) -> None:
+    raw = manifest(corpus, ["debian"], against=[str(runs["a"])])
+    raw["stages"][0]["exact_dedup"]["normalize"] = "whitespace"
+    with pytest.raises(EarlierRunError, match="'normalize'"):
+        plan_run(parse_manifest(raw, "test"), "/nonexistent/run")
+    old = tmp_path / "old"
+    shutil.copytree(runs["a"], old)
+    index = old / "index" / "index.json"
+    index.write_text(index.read_text().replace('"format": 1', '"format": 0'))
+    with pytest.raises(EarlierRunError, match="format 0"):
+        plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
+    shutil.rmtree(old / "index")
+    with pytest.raises(EarlierRunError, match="lemur-data index --run-dir"):
+        plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
