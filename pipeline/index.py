@@ -64,35 +64,39 @@ def build_index(run_dir: str) -> dict[str, Any]:
     output_dir = storage.join(run_dir, stats["output"]["dir"])
     kept = index_build.kept_ids([storage.join(output_dir, name)
                                  for name in stats["output"]["shards"]])
+    decision_dirs = [storage.join(_work_dir(run_dir, name)[0], "decisions")
+                     for name, stage in (("exact_dedup", exact), ("minhash", minhash)) if stage]
+    removed = index_build.removed_for(decision_dirs)
     index: dict[str, Any] = {"format": INDEX_FORMAT, "manifest": stats["manifest"],
                              "fingerprint": stats["fingerprint"], "kept_docs": len(kept),
                              "exact": None, "minhash": None}
     if exact is not None:
-        index["exact"] = _exact(files, run_dir, exact, kept)
+        index["exact"] = _exact(files, run_dir, exact, kept, removed)
     if minhash is not None:
-        index["minhash"] = _minhash(files, run_dir, minhash, kept)
+        index["minhash"] = _minhash(files, run_dir, minhash, kept, removed)
     storage.write_json_atomic(files.manifest(), index)
     return index
 
 
-def _exact(files: IndexFiles, run_dir: str, stage: dict[str, Any], kept: Any) -> dict[str, Any]:
+def _exact(files: IndexFiles, run_dir: str, stage: dict[str, Any], kept: Any,
+           removed: dict[str, str]) -> dict[str, Any]:
     work_dir, _ = _work_dir(run_dir, "exact_dedup")
     params = stage["params"]
     shards = _subdirs(storage.join(work_dir, "hashes"))
-    docs = sum(index_build.exact_partition(files, work_dir, shards, part, kept)
+    docs = sum(index_build.exact_partition(files, work_dir, shards, part, kept, removed)
                for part in range(params["partitions"]))
     return {"normalize": params["normalize"], "partitions": params["partitions"], "docs": docs}
 
 
-def _minhash(files: IndexFiles, run_dir: str, stage: dict[str, Any],
-             kept: Any) -> dict[str, Any]:
+def _minhash(files: IndexFiles, run_dir: str, stage: dict[str, Any], kept: Any,
+             removed: dict[str, str]) -> dict[str, Any]:
     work_dir, number = _work_dir(run_dir, "minhash")
     work = WorkFiles(work_dir)
     lsh = stage["lsh"]
     partitions = lsh["partitions"]
     shards = sorted(p.rsplit("/", 1)[-1].removesuffix(".parquet")
                     for p in storage.list_files(storage.join(work_dir, "meta"), ".parquet"))
-    docs = index_build.kept_docs(work, shards, kept)
+    docs = index_build.kept_docs(work, shards, kept, removed)
     keys = docs.column("key")
     index_build.minhash_docs(files, docs, partitions)
     band_rows = sum(index_build.minhash_bands(files, work, shards, part, keys.combine_chunks())

@@ -118,8 +118,11 @@ def test_documents_a_kept_are_removed_from_b_naming_run_and_id(runs) -> None:
                                                   "removed": len(of_earlier)}]
     assert by_name["minhash"]["against"] == [{"run": str(runs["a"]),
                                               "removed": len(near_earlier)}]
-    assert str(runs["a"]) in (runs["b"] / "README.md").read_text()
-    assert str(runs["a"]) in (runs["b"] / "report.html").read_text()
+    card = (runs["b"] / "README.md").read_text()
+    assert f"Deduplicated against earlier runs: `{runs['a']}` ({len(of_earlier):,} " in card
+    assert f"`{runs['a']}` ({len(near_earlier):,} documents removed)" in card
+    report = (runs["b"] / "report.html").read_text()
+    assert f'<td class="n">{len(of_earlier)}</td><td>{runs["a"]}</td>' in report
 
 
 def test_a_union_b_keeps_one_copy_of_each_joint_cluster(runs) -> None:

@@ -3,9 +3,12 @@
 The work files of the run's exact_dedup and minhash steps already hold what a later
 run needs (content hashes; band buckets, document keys and shingle sets), for every
 document those stages saw. The index keeps the rows of the documents the run KEPT
-(its final output), merged across shards and partitioned as the work was
-(index.py describes the files). Shingle sets of a run that did not verify are
-computed again from the minhash step's input, for the kept documents only.
+(its final output) and of the duplicates it removed in their favour, each with the id
+of the kept document that stands for it (its representative), merged across shards
+and partitioned as the work was (index.py describes the files). A later document that
+matches any of them joins that kept document's cluster, as it would have in one build
+over both corpora. Shingle sets of a run that did not verify are computed again from
+the minhash step's input, for the indexed documents only.
 """
 
 from __future__ import annotations
@@ -30,36 +33,72 @@ def kept_ids(output_shards: list[str]) -> pa.Array:
     return pc.unique(pa.chunked_array([c for i in ids for c in i.chunks], pa.string())).sort()
 
 
+def removed_for(decision_dirs: list[str]) -> dict[str, str]:
+    """id -> kept_id of the documents the run's dedup stages removed as duplicates of its
+    own documents (not those it removed as duplicates of runs before it)."""
+    out: dict[str, str] = {}
+    for folder in decision_dirs:
+        for path in storage.list_files(folder, ".parquet"):
+            table = storage.read_parquet(path)
+            if "earlier" in table.column_names:
+                table = table.filter(pc.is_null(table.column("earlier")))
+            out.update(zip(table.column("id").to_pylist(), table.column("kept_id").to_pylist(),
+                           strict=True))
+    return out
+
+
+def representatives(ids: pa.Array | pa.ChunkedArray, removed: dict[str, str],
+                    kept: pa.Array) -> pa.Array:
+    """The kept document standing for each id: followed through the dedup removals
+    (exact, then near, in whatever order the stages ran); null if none was kept (the
+    survivor was removed later, e.g. by decontamination)."""
+    out = []
+    for doc in ids.to_pylist():
+        seen = 0
+        while doc in removed and seen < 64:  # a chain is at most one hop per dedup stage
+            doc, seen = removed[doc], seen + 1
+        out.append(doc)
+    reps = pa.array(out, pa.string())
+    return pc.if_else(pc.is_in(reps, value_set=kept), reps, pa.nulls(len(reps), pa.string()))
+
+
 def _is_in(column: pa.ChunkedArray | pa.Array, values: pa.Array) -> pa.Array:
     return pc.is_in(column, value_set=values)
 
 
 def exact_partition(files: IndexFiles, work_dir: str, shards: list[str], part: int,
-                    kept: pa.Array) -> int:
-    """index/exact/part-P: (hash, id) of the kept documents, sorted by hash."""
+                    kept: pa.Array, removed: dict[str, str]) -> int:
+    """index/exact/part-P: (hash, id of the representative), one row per hash, sorted."""
     tables = [storage.read_parquet(hash_file(work_dir, shard, part), ["hash", "id"])
               for shard in shards]
     table = pa.concat_tables(tables) if tables else pa.schema(
         [("hash", pa.string()), ("id", pa.string())]).empty_table()
-    table = table.filter(_is_in(table.column("id"), kept)).sort_by([("hash", "ascending"),
-                                                                    ("id", "ascending")])
+    table = table.set_column(1, "id", representatives(table.column("id"), removed, kept))
+    table = table.filter(pc.is_valid(table.column("id"))).sort_by([("hash", "ascending"),
+                                                                   ("id", "ascending")])
+    hashes = table.column("hash").to_pylist()
+    first = [i == 0 or hashes[i] != hashes[i - 1] for i in range(len(hashes))]
+    table = table.filter(pa.array(first, pa.bool_()))
     storage.write_parquet_atomic(files.exact(part), table)
     return table.num_rows
 
 
-def kept_docs(work: WorkFiles, shards: list[str], kept: pa.Array) -> pa.Table:
-    """(key, id) of the kept documents the minhash stage signed, sorted by key."""
+def kept_docs(work: WorkFiles, shards: list[str], kept: pa.Array,
+              removed: dict[str, str]) -> pa.Table:
+    """(key, id, kept_id) of the documents the minhash stage saw that have a kept
+    representative, sorted by key."""
     tables = []
     for shard in shards:
         meta = storage.read_parquet(work.meta(shard), ["key", "id"])
-        tables.append(meta.filter(_is_in(meta.column("id"), kept)))
+        meta = meta.append_column("kept_id", representatives(meta.column("id"), removed, kept))
+        tables.append(meta.filter(pc.is_valid(meta.column("kept_id"))))
     table = pa.concat_tables(tables) if tables else pa.schema(
-        [("key", pa.uint64()), ("id", pa.string())]).empty_table()
+        [("key", pa.uint64()), ("id", pa.string()), ("kept_id", pa.string())]).empty_table()
     return table.sort_by("key")
 
 
 def minhash_docs(files: IndexFiles, docs: pa.Table, partitions: int) -> None:
-    """index/minhash/docs/part-Q: (key, id) by document partition."""
+    """index/minhash/docs/part-Q: (key, id, kept_id) by document partition."""
     part_of = doc_partition(docs.column("key").to_numpy(), partitions)
     for part in range(partitions):
         write_keyed(files.docs(part), docs.filter(pa.array(part_of == part)))

@@ -6,9 +6,10 @@ document (16 bytes per edge, about 2 GB per 100M edges), not the corpus.
 Which member survives: most stars, then a known license, then smallest id
 (as exact dedup). A cluster is named by its smallest member id.
 
-Against earlier runs, the documents matched to an earlier run's kept documents
-(stages/minhash/earlier.py) are removed first, with `earlier` naming the run and
-`kept_id` the earlier document; their pairs are dropped before clustering the rest.
+Against earlier runs, the links to earlier documents (stages/minhash/earlier.py) join
+the graph as edges to nodes of their own; every document of a component holding an
+earlier node is removed with `earlier` naming the run and `kept_id` the document that
+run kept for it (of the component's earlier nodes, the first run's smallest key).
 
 Writes `decisions/part-PPPP.parquet` (shard, id, kept_id, cluster, size, earlier)
 split by shard index, and `clusters.json` for stats.
@@ -27,7 +28,13 @@ import pyarrow.parquet as pq
 from lemur_data.stages import storage
 from lemur_data.stages.incremental.index import Earlier
 from lemur_data.stages.minhash.buckets import sorted_unique, unique_pairs
-from lemur_data.stages.minhash.earlier import best_matches, drop_matched, earlier_ids
+from lemur_data.stages.minhash.earlier import (
+    EARLIER_NODE,
+    earlier_kept_ids,
+    earlier_nodes,
+    node_run_key,
+    read_earlier_pairs,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -83,9 +90,10 @@ class Components:
         candidates = (sum(_rows(p) for p in self.candidate_files) if self.candidate_files
                       else int(a.size))
         verified = int(a.size)
-        matches = best_matches(list(self.earlier_files))
-        matched = matches.column("b").to_numpy()
-        a, b = drop_matched(a, b, matched)
+        links = read_earlier_pairs(list(self.earlier_files))
+        a = np.concatenate([a, links.column("b").to_numpy()])
+        b = np.concatenate([b, earlier_nodes(links.column("run").to_numpy(),
+                                             links.column("a").to_numpy())])
         nodes = sorted_unique(np.concatenate([a, b]))
         if nodes.size == 0:
             labels = np.zeros(0, dtype=np.int64)
@@ -94,6 +102,15 @@ class Components:
                                 (np.searchsorted(nodes, a), np.searchsorted(nodes, b))),
                                shape=(nodes.size, nodes.size))
             _, labels = connected_components(graph, directed=False)
+        # Earlier nodes sort last; a component's first one is its earliest run's smallest key.
+        ours = nodes < EARLIER_NODE
+        none = nodes.size  # "no earlier node in this component"
+        first = np.full(int(labels.max()) + 1 if labels.size else 0, none, np.int64)
+        np.minimum.at(first, labels[~ours], np.flatnonzero(~ours))
+        at = first[labels[ours]]
+        reached = at != none
+        of_earlier = self._of_earlier(nodes[ours][reached], nodes[at[reached]])
+        nodes, labels = nodes[ours][~reached], labels[ours][~reached]
         members = self._members(nodes, labels)
         ranked = members.sort(["component", "stars", "licensed", "id"],
                               descending=[False, True, True, False])
@@ -104,7 +121,6 @@ class Components:
                    .filter(pl.col("id") != pl.col("kept_id"))
                    .select("key", "id", "kept_id", "cluster", "size",
                            pl.lit(None, pl.String).alias("earlier")))
-        of_earlier = self._of_earlier(matches)
         decided = pl.concat([decided, of_earlier]).with_columns(
             (pl.col("key") // (1 << 32)).alias("shard_index"))
         shard_names = pl.Series("shard", list(self.shard_ids), dtype=pl.String)
@@ -136,18 +152,17 @@ class Components:
         storage.write_json_atomic(self.clusters_out, summary)
         return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
 
-    def _of_earlier(self, matches: pa.Table) -> pl.DataFrame:
-        """(key, id, kept_id, cluster, size, earlier) of the documents matched to earlier ones."""
+    def _of_earlier(self, b: np.ndarray, reached: np.ndarray) -> pl.DataFrame:
+        """(key, id, kept_id, cluster, size, earlier) of this run's documents `b` whose
+        components reach the earlier nodes `reached` (one per document)."""
         import polars as pl
 
-        b = matches.column("b").to_numpy()
-        run = matches.column("run").to_numpy()
-        old = matches.column("a").to_numpy()
+        run, old = node_run_key(reached)
         kept_id = np.empty(b.size, dtype=object)
         for e in self.earlier:
             rows = np.flatnonzero(run == e.number)
             if rows.size:
-                ids = earlier_ids(e, old[rows])
+                ids = earlier_kept_ids(e, old[rows])
                 kept_id[rows] = [ids[k] for k in old[rows].tolist()]
         names = np.array([e.run for e in self.earlier] or [""], dtype=object)
         meta = self._meta(b)

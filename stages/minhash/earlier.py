@@ -1,10 +1,14 @@
 """MinHash against earlier runs: candidates from their indexes, and their verification.
 
-Semantics (the simplest correct one): a document of this run that shares a band bucket
-with a kept document of an earlier run (and, with `verify`, has true Jaccard >= the
-threshold with it) is removed as `near_duplicate_of_earlier`; the documents left are
-then clustered among themselves as in a single build. An earlier run is never changed:
-its kept copy has shipped, so it is the copy that survives.
+Semantics: an earlier run's index holds its kept documents and the duplicates it removed
+in their favour (each names its kept representative). A document of this run that
+shares a band bucket with one of them (and, with `verify`, has true Jaccard >= the
+threshold with it) links to it; the `components` phase clusters this run's documents
+with those links, and every document of a cluster that reaches an earlier document is
+removed as `near_duplicate_of_earlier` (the earlier run's copy has shipped, so it is
+the one that survives); the other clusters keep one document each as in any build.
+That is the joint build's clustering, except for earlier clusters this run would join
+together (the earlier run is never changed).
 
 - In the `buckets` phase, band partition P also reads partition P of each earlier
   index (only the rows of P's bands): every document of this run in a bucket holding
@@ -21,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lemur_data.stages import storage
 from lemur_data.stages.incremental.index import Earlier, read_keyed
@@ -158,41 +161,29 @@ class CheckEarlier:
         return {"pairs": int(b.size), "verified": int(keep.sum())}
 
 
-def best_matches(paths: list[str]) -> pa.Table:
-    """One earlier match per document b: the highest Jaccard (if verified), then the
-    first run listed in `against`, then the smallest earlier key."""
-    table = read_earlier_pairs(paths)
-    if table.num_rows == 0:
-        return table
-    keys = [("b", "ascending")]
-    if "jaccard" in table.column_names:
-        keys.append(("jaccard", "descending"))
-    table = table.sort_by([*keys, ("run", "ascending"), ("a", "ascending")])
-    b = table.column("b").to_numpy()
-    first = np.ones(b.size, dtype=bool)
-    first[1:] = b[1:] != b[:-1]
-    return table.filter(pa.array(first))
+EARLIER_NODE = np.uint64(1 << 63)
 
 
-def earlier_ids(run: Earlier, keys: np.ndarray) -> dict[int, str]:
-    """Earlier key -> document id, from the index's docs files (row groups holding them)."""
+def earlier_nodes(run: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Graph node ids of earlier documents, apart from this run's keys (< 2^63) and
+    ordered by run, then key: run << 56 | key (earlier keys are < 2^56: shard index <
+    2^24)."""
+    return EARLIER_NODE | (run.astype(np.uint64) << np.uint64(56)) | key.astype(np.uint64)
+
+
+def node_run_key(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    run = ((nodes & ~EARLIER_NODE) >> np.uint64(56)).astype(np.int64)
+    return run, nodes & np.uint64((1 << 56) - 1)
+
+
+def earlier_kept_ids(run: Earlier, keys: np.ndarray) -> dict[int, str]:
+    """Earlier key -> the id of the document that run kept for it (itself, or the copy it
+    was removed in favour of), from the index's docs files (row groups holding them)."""
     keys = np.unique(keys)
     part_of = doc_partition(keys, run.partitions)
     out: dict[int, str] = {}
     for q in sorted(set(part_of.tolist())):
-        table = read_keyed(run.files.docs(q), keys[part_of == q], ["key", "id"])
-        out.update(zip(table.column("key").to_pylist(), table.column("id").to_pylist(),
+        table = read_keyed(run.files.docs(q), keys[part_of == q], ["key", "kept_id"])
+        out.update(zip(table.column("key").to_pylist(), table.column("kept_id").to_pylist(),
                        strict=True))
     return out
-
-
-def drop_matched(a: np.ndarray, b: np.ndarray, matched: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs of this run without the documents removed as near duplicates of earlier ones:
-    those leave before this run's own clustering."""
-    if matched.size == 0 or a.size == 0:
-        return a, b
-    wanted = pa.array(matched, pa.uint64())
-    keep = ~(pc.is_in(pa.array(a), wanted).to_numpy(zero_copy_only=False)
-             | pc.is_in(pa.array(b), wanted).to_numpy(zero_copy_only=False))
-    return a[keep], b[keep]
