@@ -218,3 +218,22 @@ def test_other_exact_normalization_another_format_or_no_index_are_refused(
     shutil.rmtree(old / "index")
     with pytest.raises(EarlierRunError, match="lemur-data index --run-dir"):
         plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
+
+
+def test_cli_plan_shows_the_extra_reads_and_build_refuses_by_name(runs, corpus, tmp_path: Path,
+                                                                   capsys) -> None:
+    import yaml
+
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump(manifest(corpus, ["debian"], against=[str(runs["a"])])))
+    assert main(["plan", "--manifest", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "deduplicated against earlier runs" in out
+    assert f"exact_dedup  {runs['a']}: " in out and f"minhash      {runs['a']}: " in out
+    wrong = manifest(corpus, ["debian"], against=[str(runs["a"])], ngram=4)
+    path.write_text(yaml.safe_dump(wrong))
+    assert main(["build", "--manifest", str(path), "--run-dir", str(tmp_path / "r")]) == 2
+    assert "minhash parameter 'ngram' differs" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    assert main(["index", "--run-dir", str(tmp_path)]) == 2
+    assert "not a finished run" in capsys.readouterr().err
