@@ -237,3 +237,19 @@ def test_cli_plan_shows_the_extra_reads_and_build_refuses_by_name(runs, corpus, 
     assert not (tmp_path / "r").exists()
     assert main(["index", "--run-dir", str(tmp_path)]) == 2
     assert "not a finished run" in " ".join(capsys.readouterr().err.split())
+
+
+def test_other_partition_counts_read_the_matching_partitions(runs, corpus,
+                                                             tmp_path: Path) -> None:
+    """B with 2 partitions against A's 3: every earlier partition that can hold a B
+    partition's rows is read (gcd 1: all, filtered), and the decisions are the same."""
+    raw = manifest(corpus, ["ours", "debian"], against=[str(runs["a"])])
+    for entry in raw["stages"]:
+        next(iter(entry.values()))["partitions"] = 2
+    other = run(raw, tmp_path / "two")
+    for step in ("03-exact_dedup", "05-minhash"):
+        mine, theirs = removed(other, step), removed(runs["b"], step)
+        def by_id(row: dict) -> str:
+            return row["id"]
+
+        assert sorted(mine.to_pylist(), key=by_id) == sorted(theirs.to_pylist(), key=by_id)

@@ -3,11 +3,12 @@
 Run by hand (not collected by pytest):  python tests/bench/bench_incremental.py [MB] [rounds]
 
 B: MB megabytes of real Python files (this venv's site-packages, then the standard
-library). A1 and A4: earlier runs of 1x and 4x B's size, real Go sources (Debian's
-golang-1.19-src, the fixture cache) plus a copy of a tenth of B's files, so B finds
-duplicates in both. Both A runs are built once with `index: true`; then B (exact_dedup
-and minhash with verify, `against` the A run) is built `rounds` times against each,
-alternating A1 / A4 so a burst of load on the shared machine hits both.
+library). A1 and A4: earlier runs of 1x and 4x B's size, real Go sources and C++
+headers (Debian's golang-1.19-src and libboost1.74-dev, the fixture cache) plus a
+copy of a tenth of B's files, so B finds duplicates in both. Both A runs are built
+once with `index: true`; then B (exact_dedup and minhash with verify, `against` the
+A run) is built `rounds` times against each, alternating A1 / A4 so a burst of load
+on the shared machine hits both.
 
 Timed: B's dedup steps (the global exact_dedup and minhash steps, from timings.json:
 every phase, including reading A's index and verifying candidates against it).
@@ -33,7 +34,8 @@ from lemur_data.pipeline.build import build
 from lemur_data.pipeline.executor import connect
 from lemur_data.pipeline.manifest import parse_manifest
 
-GO = Path.home() / ".cache" / "lemur-data" / "fixtures" / "golang-1.19-src"
+FIXTURES = Path.home() / ".cache" / "lemur-data" / "fixtures"
+GO, BOOST = FIXTURES / "golang-1.19-src", FIXTURES / "libboost1.74-dev"
 ROOTS = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["stdlib"])]
 
 
@@ -81,8 +83,9 @@ def dedup_seconds(run_dir: Path) -> float:
 
 
 def main(megabytes: float = 8.0, rounds: int = 3) -> None:
-    if not GO.is_dir():
-        sys.exit(f"{GO} is missing: run tests/fixtures/fetch.py (golang-1.19-src)")
+    if not GO.is_dir() or not BOOST.is_dir():
+        sys.exit(f"{GO} or {BOOST} is missing: fetch the Debian fixtures "
+                 "(tests/fixtures/fetch.py: golang-1.19-src, libboost1.74-dev)")
     connect(workers=os.cpu_count())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -91,7 +94,9 @@ def main(megabytes: float = 8.0, rounds: int = 3) -> None:
         b = write(root, "b", b_docs)
         runs = {}
         for scale in (1, 4):
-            go = files([GO], "*.go", megabytes * scale - sum(len(t) for _, t in shared) / 1e6)
+            wanted = megabytes * scale - sum(len(t) for _, t in shared) / 1e6
+            go = files([GO], "*.go", wanted)
+            go += files([BOOST], "*.hpp", wanted - sum(len(t.encode()) for _, t in go) / 1e6)
             data = write(root, f"a{scale}", go + shared)
             run_dir = root / f"a{scale}"
             build(parse_manifest(manifest(f"a{scale}", data)), str(run_dir), progress="none")
