@@ -68,10 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
     launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
-    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes and "
-                  "MinHash band buckets of its kept documents), so later builds can list the "
-                  "run under `against:` in exact_dedup / minhash. A no-op where it exists; the "
-                  "run's work/ folder must still be there.")
+    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
+                  "MinHash band buckets and shingle sets of its kept documents and of the "
+                  "duplicates it removed in their favour), so later builds can list the run "
+                  "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
+                  "where it exists; the run's work/ folder must still be there.")
     index = commands.add_parser("index", help=index_help, description=index_help)
     index.add_argument("--run-dir", required=True, help="the run folder of a finished build")
     card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
