@@ -152,24 +152,32 @@ def test_one_worker_and_a_killed_run_give_the_same_bytes(runs, corpus, tmp_path:
     raw = manifest(corpus, ["ours", "debian"], against=[str(runs["a"])])
     expected = digest(runs["b"])
     assert digest(run(raw, tmp_path / "one", workers=1)) == expected
-    resumed = tmp_path / "resumed"
-    shutil.copytree(runs["b"], resumed)
-    # As a kill in the middle of verify_earlier leaves it: half its markers, one file gone,
-    # a temp file, nothing after.
-    markers = resumed / "markers" / "04-minhash"
-    done = sorted((markers / "verify_earlier").glob("*.json"))
+    for phase, written in (("buckets", "earlier/pairs/part-0001/qb-0000.parquet"),
+                           ("verify_earlier", "earlier/edges/part-0002.parquet")):
+        resumed = tmp_path / f"resumed-{phase}"
+        shutil.copytree(runs["b"], resumed)
+        _interrupt(resumed, phase, written)
+        run(raw, resumed)
+        assert digest(resumed) == expected, phase
+
+
+def _interrupt(resumed: Path, phase: str, written: str) -> None:
+    """Leave a run as a kill in the middle of `phase` does: half its markers, a file a
+    task wrote gone, a temp file, nothing after."""
+    phases = ["signatures", "buckets", "verify_ship", "verify_check", "verify_earlier",
+              "components"]
+    markers, work = resumed / "markers" / "04-minhash", resumed / "work" / "04-minhash"
+    done = sorted((markers / phase).glob("*.json"))
     for marker in done[len(done) // 2:]:
         marker.unlink()
-    (resumed / "work" / "04-minhash" / "earlier" / "edges" / "part-0002.parquet").unlink()
-    (resumed / "work" / "04-minhash" / "earlier" / "edges" / ".tmp-dead-part-0002.parquet"
-     ).write_bytes(b"x")
-    shutil.rmtree(markers / "components")
-    shutil.rmtree(resumed / "work" / "04-minhash" / "decisions")
+    (work / written).unlink()
+    (work / written).with_name(".tmp-dead-" + (work / written).name).write_bytes(b"x")
+    for later in phases[phases.index(phase) + 1:]:
+        shutil.rmtree(markers / later, ignore_errors=True)
+    shutil.rmtree(work / "decisions")
     for folder in ("markers", "stages", "removed"):
         shutil.rmtree(resumed / folder / "05-minhash")
     (resumed / "stats.json").unlink()
-    run(raw, resumed)
-    assert digest(resumed) == expected
 
 
 def test_index_command_writes_the_same_index_and_is_a_noop_after(runs, corpus,
@@ -191,6 +199,15 @@ def test_run_without_verify_gets_its_shingle_sets_from_its_text(runs, corpus,
     for part in range(3):
         name = f"index/minhash/shingles/part-{part:04d}.parquet"
         assert pq.read_table(unverified / name).equals(pq.read_table(runs["a"] / name))
+    # Without verification on either side, shared buckets decide; the same copies leave.
+    b = run(manifest(corpus, ["ours", "debian"], against=[str(unverified)], verify=False),
+            tmp_path / "nv-b")
+    assert set(kept(b).column("source").to_pylist()) <= {"debian"}
+    near = [r for r in removed(b, "05-minhash").to_pylist()
+            if r["reason"] == "minhash:near_duplicate_of_earlier"]
+    verified = [r for r in removed(runs["b"], "05-minhash").to_pylist()
+                if r["reason"] == "minhash:near_duplicate_of_earlier"]
+    assert len(near) >= len(verified) > 10
 
 
 @pytest.mark.parametrize(("change", "named"), [
