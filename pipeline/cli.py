@@ -175,9 +175,9 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     if earlier:
         out.print("deduplicated against earlier runs (extra reads of their indexes):")
         for reads in earlier:
-            out.print(f"  {reads.stage:<12} {reads.run}: {reads.docs:,} kept docs, reads "
-                      f"{reads.bytes_read / 1e6:,.1f} MB in full + at most "
-                      f"{reads.bytes_candidates / 1e6:,.1f} MB for candidates only",
+            out.print(f"  {reads.stage:<12} {reads.run}: {reads.docs:,} indexed docs, reads "
+                      f"{reads.bytes_read / 1e6:,.2f} MB in full + at most "
+                      f"{reads.bytes_candidates / 1e6:,.2f} MB for candidates only",
                       highlight=False)
     costs = estimate(manifest, by_kind)
     out.print(f"estimate for {by_kind['code'] / 1e9:,.1f} GB of code and "

@@ -122,9 +122,12 @@ def earlier_runs(runs: list[str], section: str, expected: dict[str, Any]) -> lis
                                   f"{'exact_dedup' if section == 'exact' else 'minhash'} stage)")
         for key, value in expected.items():
             if params.get(key) != value:
+                hint = (f" (bands x rows follow threshold and verify unless given: set "
+                        f"minhash bands: {params.get('bands')}, rows: {params.get('rows')})"
+                        if key in ("bands", "rows") else "")
                 raise EarlierRunError(
                     f"against: {run}: {section} parameter {key!r} differs: the earlier index "
-                    f"has {params.get(key)!r}, this run {value!r}; they must match")
+                    f"has {params.get(key)!r}, this run {value!r}; they must match{hint}")
         out.append(Earlier(run, number, int(params["partitions"]), int(params["docs"])))
     return out
 
