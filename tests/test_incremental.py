@@ -12,6 +12,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -270,3 +271,26 @@ def test_other_partition_counts_read_the_matching_partitions(runs, corpus,
             return row["id"]
 
         assert sorted(mine.to_pylist(), key=by_id) == sorted(theirs.to_pylist(), key=by_id)
+
+
+def test_verification_reads_only_the_row_groups_of_candidates(runs, tmp_path: Path) -> None:
+    """Earlier shingle sets are read by row group: for a few candidate keys, only the
+    groups whose key range holds them (write_keyed: 256 sets per group)."""
+    from lemur_data.stages.incremental.index import groups_holding, read_keyed, write_keyed
+
+    real = pq.read_table(runs["a"] / "index" / "minhash" / "shingles" / "part-0000.parquet")
+    sets = real.column("hashes").to_pylist()
+    rows = 1000  # the index's real sets, repeated under distinct keys: 4 row groups
+    table = pa.table({"key": pa.array(range(0, 3 * rows, 3), pa.uint64()),
+                      "hashes": pa.array([sets[i % len(sets)] for i in range(rows)],
+                                         pa.list_(pa.uint32()))})
+    path = tmp_path / "sets.parquet"
+    write_keyed(str(path), table)
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 4
+    wanted = np.array([3 * 900, 3 * 10, 3 * 10 + 1], np.uint64)  # the last one is absent
+    assert groups_holding(meta, 0, np.sort(wanted)) == [0, 3]
+    got = read_keyed(str(path), wanted)
+    assert got.column("key").to_pylist() == [30, 2700]
+    assert got.column("hashes").to_pylist() == [sets[10 % len(sets)], sets[900 % len(sets)]]
+    assert read_keyed(str(path), np.array([5 * rows], np.uint64)).num_rows == 0

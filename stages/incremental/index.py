@@ -132,25 +132,31 @@ def earlier_runs(runs: list[str], section: str, expected: dict[str, Any]) -> lis
     return out
 
 
+def groups_holding(metadata: pq.FileMetaData, key_column: int, keys: np.ndarray) -> list[int]:
+    """Row groups whose key range (min/max statistics) can hold one of the sorted `keys`."""
+    groups = []
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(key_column).statistics
+        if stats is None or not stats.has_min_max:
+            groups.append(g)
+            continue
+        lo = np.searchsorted(keys, np.uint64(stats.min), side="left")
+        if lo < keys.size and keys[lo] <= np.uint64(stats.max):
+            groups.append(g)
+    return groups
+
+
 def read_keyed(path: str, keys: np.ndarray, columns: list[str] | None = None) -> pa.Table:
     """Rows of a file sorted by `key` whose key is in `keys`, reading only the row groups
     whose key range can hold one (the file's statistics say which)."""
     import pyarrow.compute as pc
 
     fs, local = storage.filesystem(path)
+    wanted = np.sort(keys.astype(np.uint64))
     with fs.open(local, "rb") as handle:
         reader = pq.ParquetFile(handle)
-        wanted = np.sort(keys.astype(np.uint64))
-        groups = []
-        key_col = reader.schema_arrow.get_field_index("key")
-        for g in range(reader.metadata.num_row_groups):
-            stats = reader.metadata.row_group(g).column(key_col).statistics
-            if stats is None or not stats.has_min_max:
-                groups.append(g)
-                continue
-            lo = np.searchsorted(wanted, np.uint64(stats.min), side="left")
-            if lo < wanted.size and wanted[lo] <= np.uint64(stats.max):
-                groups.append(g)
+        groups = groups_holding(reader.metadata, reader.schema_arrow.get_field_index("key"),
+                                wanted)
         if not groups:
             return reader.schema_arrow.empty_table().select(columns or reader.schema_arrow.names)
         table = reader.read_row_groups(groups, columns=columns)
