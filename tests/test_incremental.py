@@ -294,3 +294,25 @@ def test_verification_reads_only_the_row_groups_of_candidates(runs, tmp_path: Pa
     assert got.column("key").to_pylist() == [30, 2700]
     assert got.column("hashes").to_pylist() == [sets[10 % len(sets)], sets[900 % len(sets)]]
     assert read_keyed(str(path), np.array([5 * rows], np.uint64)).num_rows == 0
+
+
+def test_two_earlier_runs_each_count_what_they_removed(runs, corpus, tmp_path: Path) -> None:
+    """Against [A, D] (D: Debian's copy, built alone): every document of a build over both
+    sources is a copy of one of them, so nothing is kept; an exact copy found in both is
+    credited to the first run listed, and each run's count is what the removed say."""
+    d = run(manifest(corpus, ["debian"], index=True), tmp_path / "d")
+    both = run(manifest(corpus, ["ours", "debian"], against=[str(runs["a"]), str(d)]),
+               tmp_path / "both")
+    assert kept(both).num_rows == 0
+    import json
+
+    stats = {s["name"]: s for s in json.loads((both / "stats.json").read_text())["stages"]}
+    for stage, step in (("exact_dedup", "03-exact_dedup"), ("minhash", "05-minhash")):
+        details = [r["detail"] for r in removed(both, step).to_pylist()
+                   if r["reason"].endswith("_of_earlier")]
+        counted = {entry["run"]: entry["removed"] for entry in stats[stage]["against"]}
+        assert list(counted) == [str(runs["a"]), str(d)]
+        for name, count in counted.items():
+            assert count == sum(x.endswith(f"in earlier run {name}") for x in details)
+    exact = {e["run"]: e["removed"] for e in stats["exact_dedup"]["against"]}
+    assert exact[str(runs["a"])] > 100 and exact[str(d)] > 20
