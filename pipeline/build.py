@@ -149,6 +149,10 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     from lemur_data.pipeline.report import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
+    if any(getattr(spec.params, "index", False) for spec in manifest.stage_specs):
+        from lemur_data.pipeline.index import build_index
+
+        build_index(run_dir)  # <run>/index/: later runs deduplicate against this one
     if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
         from lemur_data.pipeline.launch.run import write_launch
 

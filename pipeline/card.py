@@ -147,6 +147,10 @@ def _stages(stats: dict[str, Any]) -> str:
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
+        if stage.get("against"):  # incremental curation (docs/incremental.md)
+            parts.append("Deduplicated against earlier runs: " + "; ".join(
+                f"`{a['run']}` ({a['removed']:,} documents removed)" for a in stage["against"])
+                + ".")
         if stage["removed_by_reason"]:
             parts.append(_md_table(["reason", "docs", "bytes"], [
                 [r, c["docs"], c["bytes"]] for r, c in stage["removed_by_reason"].items()]))

@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
     launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
+    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
+                  "MinHash band buckets and shingle sets of its kept documents and of the "
+                  "duplicates it removed in their favour), so later builds can list the run "
+                  "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
+                  "where it exists; the run's work/ folder must still be there.")
+    index = commands.add_parser("index", help=index_help, description=index_help)
+    index.add_argument("--run-dir", required=True, help="the run folder of a finished build")
     card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
                  "run from its stats.json.")
     card = commands.add_parser("card", help=card_help, description=card_help)
@@ -106,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     if args.command == "card":
         return _card(args.run_dir, console)
+    if args.command == "index":
+        return _index(args.run_dir, console)
     if args.command == "push":
         return _push(args, console)
     try:
@@ -162,7 +171,15 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
-    plan = plan_run(manifest, run_dir, units)
+    from lemur_data.pipeline.estimate import earlier_reads
+    from lemur_data.stages.incremental.index import EarlierRunError
+
+    try:
+        plan = plan_run(manifest, run_dir, units)
+        earlier = earlier_reads(manifest)
+    except EarlierRunError as error:
+        Console(stderr=True).print(f"error: {error}", highlight=False)
+        return EXIT_USAGE
     out.print("steps:")
     for step in plan.steps:
         tasks = sum(len(p.tasks) for p in step.phases)
@@ -184,6 +201,13 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         for source in manifest.sources:
             out.print(f"  {source.name:<24} {fractions[source.name]:>7.1%}  "
                       f"~{by_source.get(source.name, 0) * fractions[source.name] / 1e9:,.1f} GB",
+                      highlight=False)
+    if earlier:
+        out.print("deduplicated against earlier runs (extra reads of their indexes):")
+        for reads in earlier:
+            out.print(f"  {reads.stage:<12} {reads.run}: {reads.docs:,} indexed docs, reads "
+                      f"{reads.bytes_read / 1e6:,.2f} MB in full + at most "
+                      f"{reads.bytes_candidates / 1e6:,.2f} MB for candidates only",
                       highlight=False)
     costs = estimate(manifest, read_by_kind)
     charged = "what read: needed is expected to read" if needed else "all of it"
@@ -212,6 +236,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     from lemur_data.pipeline.executor import RunError
     from lemur_data.pipeline.stats import AccountingError
     from lemur_data.pipeline.summary import print_summary
+    from lemur_data.stages.incremental.index import EarlierRunError
     from lemur_data.stages.readers.common import ReaderError
 
     # Ray's shutdown waits ~1.3 s for its processes to exit; once the last task is done it
@@ -221,7 +246,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
                        after_tasks=stopping.start)
-    except RunDirError as error:
+    except (RunDirError, EarlierRunError) as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -237,6 +262,23 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
     print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
+    return EXIT_OK
+
+
+def _index(run_dir: str, console: Console) -> int:
+    from lemur_data.pipeline.index import NotIndexableError, build_index
+    from lemur_data.stages.incremental.index import IndexFiles
+
+    try:
+        index = build_index(run_dir)
+    except NotIndexableError as error:
+        console.print(f"error: {error}", highlight=False)
+        return EXIT_USAGE
+    sections = [f"{name}: {index[name]['docs']:,} documents" for name in ("exact", "minhash")
+                if index.get(name)]
+    print(IndexFiles(run_dir).manifest())
+    console.print(f"index of {index['kept_docs']:,} kept documents ({'; '.join(sections)})",
+                  highlight=False)
     return EXIT_OK
 
 

@@ -126,3 +126,45 @@ def read_fractions(manifest: Manifest, bytes_by_source: dict[str, int]) -> dict[
 
 def nodes_for_a_day(costs: list[StageCost], cores_per_node: int, hours: float = 24) -> int:
     return max(1, math.ceil(sum(c.core_hours for c in costs) / (cores_per_node * hours)))
+
+
+@dataclass(frozen=True)
+class EarlierReads:
+    """What deduplicating against one earlier run reads of its index."""
+
+    stage: str
+    run: str
+    docs: int
+    bytes_read: int
+    """Read in full, once per run: the exact hashes, or the MinHash band buckets."""
+    bytes_candidates: int
+    """Read only in part, by row groups holding candidates: ids and shingle sets (an
+    upper bound: all of them)."""
+
+
+def _folder_bytes(folder: str) -> int:
+    from lemur_data.stages import storage
+
+    fs, local = storage.filesystem(folder)
+    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
+
+
+def earlier_reads(manifest: Manifest) -> list[EarlierReads]:
+    """The extra reads of the dedup stages' `against` runs (their index sizes)."""
+    from lemur_data.stages import storage
+    from lemur_data.stages.incremental.index import IndexFiles, read_index
+
+    out = []
+    for spec in manifest.stage_specs:
+        for run in getattr(spec.params, "against", None) or []:
+            root = IndexFiles(run).root
+            section = "exact" if spec.name == "exact_dedup" else "minhash"
+            docs = int((read_index(run).get(section) or {}).get("docs", 0))
+            if section == "exact":
+                full, partial = _folder_bytes(storage.join(root, "exact")), 0
+            else:
+                full = _folder_bytes(storage.join(root, "minhash", "bands"))
+                partial = (_folder_bytes(storage.join(root, "minhash", "docs"))
+                           + _folder_bytes(storage.join(root, "minhash", "shingles")))
+            out.append(EarlierReads(spec.name, run, docs, full, partial))
+    return out

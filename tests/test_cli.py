@@ -27,7 +27,7 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
-@pytest.mark.parametrize("command", [[], ["build"], ["validate"], ["plan"]])
+@pytest.mark.parametrize("command", [[], ["build"], ["validate"], ["plan"], ["index"]])
 def test_help_everywhere(command: list[str]) -> None:
     result = cli(*command, "--help")
     assert result.returncode == 0 and "usage: lemur-data" in result.stdout

@@ -56,3 +56,13 @@ class WorkFiles:
 
     def clusters(self) -> str:
         return storage.join(self.root, "clusters.json")
+
+    def earlier_pairs(self, band_part: int, part: int) -> str:
+        """Candidates against earlier runs (b, run, a) found in one band partition, split
+        by the document partition of b (this run's document)."""
+        return storage.join(self.root, "earlier", "pairs", f"part-{band_part:04d}",
+                            f"qb-{part:04d}.parquet")
+
+    def earlier_edges(self, part: int) -> str:
+        """Verified candidates against earlier runs (b, run, a, jaccard) of partition `part`."""
+        return storage.join(self.root, "earlier", "edges", _part(part))

@@ -58,6 +58,14 @@ class MinHashParams(StageParams):
     """In a bucket sorted by document, each member pairs with the next `bucket_window`
     members: all pairs for buckets up to bucket_window+1 members, a connected band of
     pairs (linear, not quadratic) for larger ones."""
+    against: list[str] = []
+    """Earlier finished run folders (local or fsspec): documents near-duplicating one of
+    their kept documents are removed as `near_duplicate_of_earlier`, before this run's
+    own clustering. Each needs a dedup index with the same seed, permutations, bands,
+    rows, ngram, tokenizer, scheme and backend."""
+    index: bool = False
+    """Write this run's dedup index (`<run>/index/`) when the run ends, so later runs can
+    deduplicate against it."""
 
     @model_validator(mode="after")
     def _bands_rows(self) -> MinHashParams:
