@@ -216,7 +216,11 @@ def test_lone_surrogates_and_non_utf8_names_are_quarantined(ray_session, tmp_pat
 
 
 def _special_tree(root: Path) -> None:
-    """A real package copy plus a FIFO, a socket, a device node and symlinks."""
+    """A real package copy plus a FIFO, a socket, a device node and symlinks.
+
+    Making a device node needs root, so `null.py` is a link to the machine's own
+    /dev/null: with follow_symlinks the reader meets a real character device through it,
+    as a non-root user can arrange. As root, `mknod.py` is a device node of its own."""
     import os
     import socket
     import stat
@@ -224,7 +228,9 @@ def _special_tree(root: Path) -> None:
     shutil.copytree(STDLIB / "json", root, ignore=shutil.ignore_patterns("__pycache__"))
     os.mkfifo(root / "pipe.py")
     os.mkfifo(root / "LICENSE")  # the license sniffer must not open it either
-    os.mknod(root / "null.py", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    (root / "null.py").symlink_to(os.devnull)
+    if os.geteuid() == 0:
+        os.mknod(root / "mknod.py", stat.S_IFCHR | 0o600, os.makedev(1, 3))
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(root / "agent.sock"))
     sock.close()  # the socket file stays
@@ -243,21 +249,33 @@ def test_fifo_socket_device_in_a_tree_do_not_hang(tmp_path: Path) -> None:
         "from lemur_data.pipeline.manifest import parse_manifest\n"
         "from lemur_data.stages.ingest import plan_units, read_unit\n"
         "m = parse_manifest({'name': 'x', 'sources': [{'name': 't', 'kind': 'code',"
-        " 'reader': {'type': 'tree', 'root': 'tree'}}]}, 'm', Path('.'))\n"
+        " 'reader': {'type': 'tree', 'root': 'tree', 'follow_symlinks': FOLLOW}}]},"
+        " 'm', Path('.'))\n"
         "s = m.sources[0]\n"
         "rows = [r for u in plan_units(s.reader, s.info(), 100, 2**30)"
         " for r in read_unit(s.reader, s.info(), u).to_pylist()]\n"
         "print(json.dumps({r['path']: [r['reason'], r['detail']] for r in rows}))\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, check=True)
-    rows = json.loads(done.stdout)
-    assert rows["pipe.py"] == ["not_regular_file", "pipe.py: named pipe (FIFO)"]
-    assert rows["LICENSE"] == ["not_regular_file", "LICENSE: named pipe (FIFO)"]
-    assert rows["null.py"] == ["not_regular_file", "null.py: character device"]
-    assert rows["agent.sock"] == ["not_regular_file", "agent.sock: socket"]
-    assert rows["linked.py"][0] == rows["up"][0] == "symlink"
-    assert "follow_symlinks" in rows["linked.py"][1]
-    assert rows["decoder.py"] == [None, None]
+    def read(follow: bool) -> dict[str, list[str | None]]:
+        done = subprocess.run([sys.executable, "-c", script.replace("FOLLOW", str(follow))],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              check=True)
+        return json.loads(done.stdout)
+
+    for follow in (False, True):
+        rows = read(follow)
+        assert rows["pipe.py"] == ["not_regular_file", "pipe.py: named pipe (FIFO)"]
+        assert rows["LICENSE"] == ["not_regular_file", "LICENSE: named pipe (FIFO)"]
+        assert rows["agent.sock"] == ["not_regular_file", "agent.sock: socket"]
+        assert rows["up"][0] == "symlink"
+        assert rows["decoder.py"] == [None, None]
+        if "mknod.py" in rows or os.geteuid() == 0:
+            assert rows["mknod.py"] == ["not_regular_file", "mknod.py: character device"]
+        if follow:
+            assert rows["null.py"] == ["not_regular_file", "null.py: character device"]
+            assert rows["linked.py"] == [None, None]
+        else:
+            assert rows["linked.py"][0] == rows["null.py"][0] == "symlink"
+            assert "follow_symlinks" in rows["linked.py"][1]
 
 
 def test_special_entries_are_recorded_in_removed(ray_session, tmp_path: Path) -> None:
@@ -279,18 +297,27 @@ def test_special_entries_are_recorded_in_removed(ray_session, tmp_path: Path) ->
     assert stats["in"]["docs"] == count_rows(run / "stages") + len(removed)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-def test_disk_full_names_the_file(ray_session, tmp_path: Path) -> None:
-    """A run folder on a 48 KiB tmpfs: the error names the file it could not write."""
+@pytest.mark.slow
+def test_disk_full_names_the_file(tmp_path: Path) -> None:
+    """A run folder on a 48 KiB tmpfs: the error names the file it could not write.
+
+    The tmpfs is mounted in a user and mount namespace of its own (`unshare -rm`), which
+    needs no root; the build runs inside it with a Ray of its own, as a user's would."""
+    import sys
+
     full = tmp_path / "full"
     full.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(full)], check=True)
-    try:
-        manifest = {"name": "full", "sources": [
-            {"name": "t", "kind": "code",
-             "reader": {"type": "tree", "root": str(STDLIB / "email")}}]}
-        with pytest.raises(RunError, match=r"No space left on device .*shard-t-00000\.parquet"):
-            run_build(manifest, tmp_path, full / "run")
-        assert not list(full.rglob(".tmp-*"))  # the partial write does not hold the space
-    finally:
-        subprocess.run(["umount", str(full)], check=True)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(json.dumps({"name": "full", "sources": [
+        {"name": "t", "kind": "code", "reader": {"type": "tree", "root": str(STDLIB / "email")}}]}))
+    build = (f"mount -t tmpfs -o size=48k tmpfs {full} && {sys.executable} -m "
+             f"lemur_data.pipeline.cli build --manifest {manifest} --run-dir {full}/run "
+             f"--progress none --workers 1; code=$?; find {full} > {tmp_path}/left; exit $code")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", build], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stderr
+    message = " ".join(done.stderr.split())
+    assert "No space left on device" in message and "shard-t-00000.parquet" in message, message
+    left = (tmp_path / "left").read_text()
+    assert "manifest.json" in left and ".tmp-" not in left  # the partial write is gone

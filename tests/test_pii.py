@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from fixtures import fixture
 
 from lemur_data.filters.pii import PLACEHOLDERS, find_pii, redact
 from lemur_data.stages.base import ShardContext
@@ -211,7 +212,8 @@ def test_build_reports_redaction_totals(ray_session, tmp_path: Path) -> None:
 
 def _real_private_key(name: str) -> str:
     """A private key block the stdlib's own tests ship (text before it dropped)."""
-    text = (STDLIB / "test" / "certdata" / name).read_text()
+    # the test package: Debian's python3 has none, so it comes from the fixture
+    text = (fixture("libpython3.11-testsuite") / "usr/lib/python3.11/test" / name).read_text()
     start = text.index("-----BEGIN")
     end = text.index("-----END", start)
     return text[start:text.index("\n", end) + 1 if "\n" in text[end:] else len(text)]
