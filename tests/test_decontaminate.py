@@ -417,7 +417,10 @@ def test_missing_offline_source_fails_naming_the_benchmark_and_the_fix() -> None
 
 
 def test_stage_in_a_build_removes_contaminated_files_with_details(
-        ray_session, tmp_path: Path, humaneval: list[dict]) -> None:
+        ray_session, tmp_path: Path, humaneval: list[dict], mbpp: list[dict]) -> None:
+    """A build with four benchmarks, one of them described by the user ({name, file,
+    text, choices, id}): the planted files are removed with the item as detail, and
+    stats.json and the dataset card report items found and documents removed per item."""
     rng = random.Random(10)
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -428,12 +431,22 @@ def test_stage_in_a_build_removes_contaminated_files_with_details(
         (STDLIB / "csv.py").read_text(), _reindent(item["prompt"] + item["canonical_solution"]),
         rng))
     (tree / "planted_notes.txt").write_text(_plant_text(_prose()[0], GSM8K[1]["question"], rng))
+    (tree / "planted_again.txt").write_text(_plant_text(_prose()[1], GSM8K[1]["question"], rng))
+    short = next(r for r in mbpp if r["task_id"] == 62)  # 33 characters without whitespace
+    (tree / "planted_short.py").write_text(_plant_code(
+        (STDLIB / "shlex.py").read_text(), _rewhitespace(short["code"], rng), rng))
+    (tree / "planted_page.txt").write_text(_plant_text(
+        _prose()[2], _mmlu_page(MMLU[3], "(a)", inline=True), rng, 37))
     _jsonl(tmp_path / "gsm8k.jsonl", GSM8K)
+    _jsonl(tmp_path / "quiz.jsonl", MMLU)
     manifest = parse_manifest({
         "name": "decontam", "sources": [{"name": "files", "kind": "code",
                                          "reader": {"type": "tree", "root": str(tree)}}],
         "stages": [{"decontaminate": {"benchmarks": [
-            "humaneval", {"name": "gsm8k", "file": "gsm8k.jsonl", "hub": False}]}}]},
+            "humaneval", {"name": "gsm8k", "file": "gsm8k.jsonl", "hub": False},
+            {"name": "mbpp", "file": str(DATA / "mbpp_sanitized_sample.jsonl"), "hub": False},
+            {"name": "quiz", "file": "quiz.jsonl", "text": ["question"],
+             "choices": "choices", "id": "subject"}]}}]},
         base_dir=tmp_path)
     build(manifest, str(tmp_path / "run"), progress="none")
     removed = pa.concat_tables(
@@ -441,12 +454,28 @@ def test_stage_in_a_build_removes_contaminated_files_with_details(
         promote_options="default").to_pylist()
     got = sorted((Path(r["path"]).name, r["reason"], r["detail"]) for r in removed)
     assert got == [
+        ("planted_again.txt", "decontaminate:gsm8k", "gsm8k:1 question"),
         ("planted_code.py", "decontaminate:humaneval", "humaneval:HumanEval/12 prompt"),
         ("planted_notes.txt", "decontaminate:gsm8k", "gsm8k:1 question"),
+        ("planted_page.txt", "decontaminate:quiz", "quiz:conceptual_physics question"),
+        ("planted_short.py", "decontaminate:mbpp", "mbpp:62 solution"),
     ]
     kept = pa.concat_tables([pq.read_table(p) for p in sorted(
         (tmp_path / "run").rglob("stages/*/*.parquet"))], promote_options="default")
     assert kept.num_rows == len(HOST_MODULES)
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    (stage,) = [s for s in stats["stages"] if s["name"] == "decontaminate"]
+    report = stage["contamination"]
+    assert sorted(report) == ["gsm8k", "humaneval", "mbpp", "quiz"]
+    assert {k: (v["items_found"], v["documents_removed"], v["documents_per_item"])
+            for k, v in report.items()} == {
+        "humaneval": (1, 1, {"HumanEval/12": 1}), "gsm8k": (1, 2, {"1": 2}),
+        "mbpp": (1, 1, {"62": 1}), "quiz": (1, 1, {"conceptual_physics": 1})}
+    assert report["quiz"]["method"] == ("question as word 13-grams, question with its "
+                                        "choices as word 13-grams")
+    card = (tmp_path / "run" / "README.md").read_text()  # the dataset card
+    assert "## Decontamination" in card
+    assert "| mbpp | file " in card and "| 1 | 1 |" in card and "| 1 | 2 |" in card
 
 
 def test_filters_do_no_io() -> None:

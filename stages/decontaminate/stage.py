@@ -127,6 +127,7 @@ class DecontaminateParams(StageParams):
 class Decontaminate(DocumentStage[DecontaminateParams]):
     name = "decontaminate"
     Params = DecontaminateParams
+    count_details = True  # stats.json: documents removed per benchmark item
 
     def setup(self) -> None:
         p = self.params
