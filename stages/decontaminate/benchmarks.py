@@ -95,12 +95,14 @@ def _mmlu_parts(rows: Iterable[Row]) -> Iterator[ItemPart]:
         item = f"{subject.replace(' ', '_')}/{index}" if subject else str(index)
         question = row["question"]
         if len(words(question)) >= 13:
+            # Found on its own however the choices follow it (lines, inline, labels).
             yield ItemPart("mmlu", item, "question", question, "ngram")
-        # As pages and dumps show an item: the question, then its choices. Labels (A., (a),
-        # 1.) are not words to the matcher, so this is found labelled, inline or re-wrapped,
-        # and a short question counts through its choices.
-        yield ItemPart("mmlu", item, "question+choices",
-                       "\n".join([question, *_mmlu_choices(row)]), "ngram")
+        else:
+            # Too short to be distinctive alone: the item is the question and its choices,
+            # as pages and dumps show it. Labels (A., (a), 1.) are not words to the
+            # matcher, so it is found labelled, inline or re-wrapped.
+            yield ItemPart("mmlu", item, "question+choices",
+                           "\n".join([question, *_mmlu_choices(row)]), "ngram")
 
 
 def custom_parts(name: str, rows: Iterable[Row], code: Sequence[str], text: Sequence[str],

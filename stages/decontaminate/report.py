@@ -18,10 +18,10 @@ METHODS = {
                  "whitespace-free substrings",
     "mbpp": "solution as a whitespace-free substring (under 50 characters: when it defines "
             "a name and the background code lacks it); task text as word 13-grams",
-    "gsm8k": "question, answer, and answer without <<calculator>> markup or #### line as "
+    "gsm8k": "question, answer, and answer without its calculator annotations and #### line as "
              "word 13-grams",
-    "mmlu": "question (13+ words), and question followed by its choices with labels "
-            "(A. / (a) / 1.) ignored, as word 13-grams",
+    "mmlu": "question as word 13-grams; a question under 13 words together with its "
+            "choices, labels (A. / (a) / 1.) ignored",
     "bbh": "input as word 13-grams",
 }
 
