@@ -414,6 +414,14 @@ def test_missing_offline_source_fails_naming_the_benchmark_and_the_fix() -> None
         parse_manifest({"name": "x", "sources": [
             {"name": "s", "kind": "code", "reader": {"type": "tree", "root": "/tmp"}}],
             "stages": [{"decontaminate": {"benchmarks": ["humaneva"]}}]})
+    # another benchmark needs its file and a schema; a built-in one keeps its own
+    with pytest.raises(ValidationError, match=r"'ds1000'.*needs its items and schema.*code:"):
+        DecontaminateParams(benchmarks=[{"name": "ds1000", "file": "ds1000.jsonl"}])
+    with pytest.raises(ValidationError, match=r"'mbpp' is built in: its schema is fixed"):
+        DecontaminateParams(benchmarks=[{"name": "mbpp", "file": "m.jsonl", "code": ["code"]}])
+    with pytest.raises(ValidationError, match=r"`choices` goes with a `text` field"):
+        DecontaminateParams(benchmarks=[{"name": "arc", "file": "a.jsonl", "code": ["c"],
+                                         "choices": "choices"}])
 
 
 def test_stage_in_a_build_removes_contaminated_files_with_details(
