@@ -2,8 +2,8 @@
 
 Run by hand (not collected by pytest):
     python tests/bench/calibrate_decontam.py [--every N]
-Benchmark items are split in two: HumanEval, MBPP and GSM8K by item parity, MMLU by
-subject (alternate subjects). The background (nothing planted: every hit is a false
+Benchmark items are split in two: HumanEval and GSM8K by row parity, MBPP by task id
+parity, MMLU by subject (alternate subjects). The background (nothing planted: every hit is a false
 positive) is site-packages split by package (alternate top-level packages), every N-th
 file; the stdlib is the rarity background of short code, so it is not used here. Each
 item is planted in every form the tests use (tests/test_decontaminate.py) in the middle
@@ -46,7 +46,8 @@ def halves() -> tuple[dict, dict]:
     out: tuple[dict, dict] = ({}, {})
     for h in (0, 1):
         out[h]["humaneval"] = he[h::2]
-        out[h]["mbpp"] = mbpp[h::2]
+        # by task id: the five shortest solutions (28-29 characters) fall on both sides
+        out[h]["mbpp"] = [r for r in mbpp if int(r["task_id"]) % 2 == h]
         out[h]["gsm8k"] = gsm[h::2]
         out[h]["mmlu"] = [r for r in mmlu if side[r.get("topic") or r.get("subject")] == h]
     return out
