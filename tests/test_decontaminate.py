@@ -212,6 +212,11 @@ def test_planted_mbpp_solutions_are_caught_including_the_short_ones(
             match = matcher.find(_plant_code(rng.choice(hosts), variant, rng))
             assert match is not None, (row["task_id"], form, row["code"])
             assert match.label == f"mbpp:{row['task_id']} solution", (form, match.label)
+        definition = re.search(r"^def ", row["code"], re.M)
+        if definition and definition.start() > 0:  # a copy without the imports
+            match = matcher.find(_plant_code(rng.choice(hosts), row["code"][definition.start():],
+                                             rng))
+            assert match is not None and match.label == f"mbpp:{row['task_id']} solution"
 
 
 def test_planted_solution_without_prompt_is_caught(
@@ -368,10 +373,8 @@ def test_bare_short_solutions_are_never_searched(matcher: BenchmarkMatcher,
     """HumanEval/53's solution is `return x + y`: no signature, so no search, and the
     31 stdlib modules that hold it are kept."""
     assert humaneval[53]["canonical_solution"].strip() == "return x + y"
-    holders = [f for f in sorted(STDLIB.glob("**/*.py"))
-               if "site-packages" not in f.parts and "returnx+y" in re.sub(r"\s", "",
-                                                                         f.read_text(
-                                                                             errors="replace"))]
+    holders = [f for f in sorted(STDLIB.glob("**/*.py")) if "site-packages" not in f.parts
+               and re.search(r"\breturn\s*x\s*\+\s*y\b", f.read_text(errors="replace"))]
     assert len(holders) >= 10
     assert [f for f in holders if matcher.find(f.read_text(errors="replace"))] == []
 

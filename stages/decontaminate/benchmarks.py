@@ -65,7 +65,12 @@ def _mbpp_parts(rows: Iterable[Row]) -> Iterator[ItemPart]:
     for row in rows:
         task = str(row["task_id"])
         yield ItemPart("mbpp", task, "text", row.get("text") or row.get("prompt") or "", "ngram")
-        yield ItemPart("mbpp", task, "solution", row["code"], "substring")
+        code = row["code"]
+        yield ItemPart("mbpp", task, "solution", code, "substring")
+        # Copies often drop the imports above the function: match from the definition on.
+        start = re.search(r"^(?:def|class|async def) ", code, re.M)
+        if start and start.start() > 0:
+            yield ItemPart("mbpp", task, "solution", code[start.start():], "substring")
 
 
 _CALCULATOR = re.compile(r"<<[^>]*>>")
