@@ -507,3 +507,16 @@ def test_filters_do_no_io() -> None:
                     and node.func.id == "open"):
                 found.append(f"{path.name}:{node.lineno}: calls open()")
     assert found == []
+
+
+def test_background_paths_resolve_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    manifest = parse_manifest({
+        "name": "x", "sources": [{"name": "s", "kind": "code",
+                                  "reader": {"type": "tree", "root": str(tmp_path)}}],
+        "stages": [{"decontaminate": {"benchmarks": ["humaneval"],
+                                      "background": ["code", "{stdlib}/json"]}}]},
+        base_dir=tmp_path)
+    (spec,) = manifest.stage_specs
+    assert spec.params.background == [str(tmp_path / "code"), str(STDLIB / "json")]
+    with pytest.raises(FileNotFoundError, match=r"background path .*code' does not exist"):
+        common_snippets(["deff(x):returnx*2"], spec.params.background)
