@@ -6,11 +6,21 @@ Two methods, as the code-LLM papers used them:
   every whitespace character is removed on both sides, so re-indented or
   re-wrapped copies still match. All patterns are searched in one pass with an
   Aho-Corasick automaton (pyahocorasick), not one `in` test per item.
+  Specificity is judged by rarity, not length: a part of `min_chars` or more is
+  always searched; a shorter one (MBPP's `def tn_ap(a,n,d): ...`) only when it
+  is anchored on a definition (`def name(` / `class name`) and does not occur in
+  a background sample of real code (`common`, computed by the stage), so
+  `def count(lst): return sum(lst)` stays out if real code has it and a bare
+  `return x + y` (HumanEval/53's solution, no signature) is never searched.
 - `ngram` (GPT-3, Llama 2): lowercased word 13-grams. An item part counts as
   found when at least `min_fraction` of its distinctive n-grams occur in the
   document. N-grams that many different items share (MMLU's boilerplate
   "Which of the following ...") are not distinctive and are dropped. Parts
   shorter than `n` words but at least `min_words` long are one whole-part gram.
+  Choice labels are not words here: single letters a-e and digits 1-5 are
+  dropped on both sides, so an MMLU item written as a web page writes it
+  (`An oocyte is\nA. an unfertilized egg.\nB. ...`, `(a)`, `a)`, `1.`, inline or
+  re-wrapped) reads as the question followed by its choices.
 
 N-gram hashes are a polynomial over word ids (the benchmark vocabulary, ids in
 order of first appearance), computed with numpy over the whole document; a
@@ -34,6 +44,11 @@ Method = Literal["substring", "ngram"]
 # ASCII whitespace only: the same characters are removed from patterns and documents.
 _WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 _WORD = re.compile(r"\w+")
+# Choice labels (A. / (a) / a) / 1.) and the article "a": dropped from both sides.
+LABELS = frozenset("abcde12345")
+_SKIP = 1  # the word id of every label: removed from a document's ids before hashing
+# A code part shorter than min_chars counts only when it defines something by name.
+_SIGNATURE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+", re.M)
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -63,18 +78,35 @@ def strip_whitespace(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """Lowercased \\w+ words, choice labels and single-letter articles left out."""
+    return [w for w in _WORD.findall(text.lower()) if w not in LABELS]
+
+
+def short_keys(parts: Sequence[ItemPart], min_chars: int, short_min_chars: int) -> list[str]:
+    """Whitespace-free code parts too short to be searched on length alone, but anchored
+    on a definition: the candidates whose rarity the background decides (sorted)."""
+    keys = set()
+    for part in parts:
+        if part.method != "substring" or not _SIGNATURE.search(part.text):
+            continue
+        key = strip_whitespace(part.text)
+        if short_min_chars <= len(key) < min_chars:
+            keys.add(key)
+    return sorted(keys)
 
 
 class SubstringIndex:
     """All `substring` parts in one Aho-Corasick automaton over whitespace-free text."""
 
-    def __init__(self, parts: Sequence[ItemPart], min_chars: int) -> None:
+    def __init__(self, parts: Sequence[ItemPart], min_chars: int, short_min_chars: int,
+                 common: frozenset[str] = frozenset()) -> None:
         self.automaton = ahocorasick.Automaton()
         owners: dict[str, list[int]] = defaultdict(list)
+        short = set(short_keys(parts, min_chars, short_min_chars)) - common
+        self.common = len(set(short_keys(parts, min_chars, short_min_chars)) & common)
         for index, part in enumerate(parts):
             key = strip_whitespace(part.text)
-            if len(key) >= min_chars:
+            if len(key) >= min_chars or key in short:
                 owners[key].append(index)
         for key, indices in owners.items():
             self.automaton.add_word(key, tuple(indices))
@@ -99,11 +131,11 @@ class NgramIndex:
     def __init__(self, parts: Sequence[ItemPart], n: int, min_words: int,
                  min_fraction: float, max_items_per_gram: int) -> None:
         self.n, self.min_fraction = n, min_fraction
-        self.vocab: dict[str, int] = {}
+        self.vocab: dict[str, int] = dict.fromkeys(LABELS, _SKIP)
         grams_of: list[set[tuple[int, int]]] = []  # per part: {(length, hash)}
         items_of_gram: dict[tuple[int, int], set[tuple[str, str]]] = defaultdict(set)
         for part in parts:
-            ids = np.array([self.vocab.setdefault(w, len(self.vocab) + 1)
+            ids = np.array([self.vocab.setdefault(w, len(self.vocab) + 2)
                             for w in words(part.text)], dtype=np.uint64)
             grams = set()
             if len(ids) >= n:
@@ -134,7 +166,10 @@ class NgramIndex:
         """The part with the largest share of its n-grams in `text`, if over the bar."""
         if not self.tables:
             return None
-        ids = np.array([self.vocab.get(w, 0) for w in words(text)], dtype=np.uint64)
+        # Raw words, then the labels' ids dropped in numpy: cheaper than filtering in Python.
+        ids = np.array([self.vocab.get(w, 0) for w in _WORD.findall(text.lower())],
+                       dtype=np.uint64)
+        ids = ids[ids != _SKIP]
         found: dict[int, int] = defaultdict(int)
         if len(ids) < self.shortest:
             return None
@@ -179,10 +214,12 @@ class BenchmarkMatcher:
 
     def __init__(self, parts: Sequence[ItemPart], *, n: int = 13, min_words: int = 8,
                  min_fraction: float = 0.5, max_items_per_gram: int = 10,
-                 min_chars: int = 50) -> None:
+                 min_chars: int = 50, short_min_chars: int = 20,
+                 common: frozenset[str] = frozenset()) -> None:
         self.parts = list(parts)
         self.substring = SubstringIndex(
-            [p if p.method == "substring" else _disabled(p) for p in self.parts], min_chars)
+            [p if p.method == "substring" else _disabled(p) for p in self.parts], min_chars,
+            short_min_chars, common)
         self.ngram = NgramIndex(
             [p if p.method == "ngram" else _disabled(p) for p in self.parts],
             n, min_words, min_fraction, max_items_per_gram)

@@ -198,6 +198,21 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def _decontamination(stats: dict[str, Any]) -> str:
+    """Which benchmarks were checked, how, and what was found (stats.json has every item)."""
+    stage = next((s for s in stats.get("stages") or [] if s["name"] == "decontaminate"), None)
+    if not stage or not stage.get("contamination"):
+        return ""
+    report = stage["contamination"]
+    rows = [[name, b["source"], b["method"], b["items_found"], b["documents_removed"]]
+            for name, b in report.items()]
+    return ("Documents holding an item of these benchmarks were removed; the documents "
+            "removed per item are in `stats.json` (`stages[].contamination`) and the "
+            "documents themselves in `removed/`.\n\n"
+            + _md_table(["benchmark", "items from", "matched as", "items found",
+                         "documents removed"], rows))
+
+
 def _limitations(stats: dict[str, Any]) -> str:
     notes = ["Filters are heuristics with stated thresholds: they remove some good documents "
              "and keep some bad ones; the removed documents and their reasons are in the run's "
@@ -262,6 +277,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
                   [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")
                                                or {})]),
         "## Processing", _stages(stats),
+        *(["## Decontamination", _decontamination(stats)] if _decontamination(stats) else []),
         "## Statistics",
         _md_table(["stage", "in docs", "kept docs", "removed docs", "in bytes", "kept bytes",
                    "removed bytes", "top reasons"], stage_rows(stats)),

@@ -57,7 +57,8 @@ class FusedShardTask:
             built = _built(stage)
             result = _apply_in_scope(built, docs, self.ctx)
             docs = _account(built.name, result.table, result.reasons, result.details,
-                            removed, counts, built.count_columns, built.total_columns)
+                            removed, counts, built.count_columns, built.total_columns,
+                            built.count_details)
         storage.write_parquet_atomic(self.out_path, docs)
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
         summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
@@ -119,12 +120,13 @@ def _apply_in_scope(stage: DocumentStage, docs: pa.Table, ctx: ShardContext) -> 
 def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
              details: pa.Array | pa.ChunkedArray | None, removed: list[pa.Table],
              counts: list[dict[str, Any]], flags: tuple[str, ...] = (),
-             totals: tuple[str, ...] = ()) -> pa.Table:
+             totals: tuple[str, ...] = (), by_detail: bool = False) -> pa.Table:
     """Split kept from removed and count both; returns the kept documents.
 
     `flags` are columns the stage added (e.g. syntax_checked) that counts are also
     grouped by, so stats can say how many documents a stage could not check; `totals`
-    are columns summed per group (e.g. pii_emails: how many were redacted).
+    are columns summed per group (e.g. pii_emails: how many were redacted); `by_detail`
+    counts each removed group's documents per detail too (decontaminate: per item).
     """
     reasons = _flat(reasons)
     if len(reasons) != docs.num_rows:
@@ -143,9 +145,12 @@ def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
     grouped = table.group_by(keys, use_threads=False).aggregate(
         [([], "count_all"), ("bytes", "sum"), *[(f"total:{n}", "sum") for n in totals]])
     grouped = grouped.take(pc.sort_indices(grouped, [(k, "ascending", "at_end") for k in keys]))
+    per_detail = _per_detail(table, keys, details) if by_detail else {}
     for row in grouped.to_pylist():
         entry = {"stage": stage, **{k: row[k] for k in keys if not k.startswith("flag:")},
                  "docs": row["count_all"], "bytes": row["bytes_sum"] or 0}
+        if row["reason"] is not None and by_detail:
+            entry["details"] = per_detail.get(tuple(row[k] for k in keys), {})
         if flags:
             entry["flags"] = {k[5:]: row[k] for k in keys if k.startswith("flag:")}
         if totals:
@@ -158,6 +163,20 @@ def _account(stage: str, docs: pa.Table, reasons: pa.Array | pa.ChunkedArray,
                   else pa.nulls(gone.num_rows, pa.string()))
         removed.append(gone.append_column("detail", detail.cast(pa.string())))
     return docs.filter(pc.invert(dropped))
+
+
+def _per_detail(table: pa.Table, keys: list[str],
+                details: pa.Array | pa.ChunkedArray | None) -> dict[tuple, dict[str, int]]:
+    """{group key: {detail: documents}} over the removed documents."""
+    if details is None:
+        return {}
+    detail = _flat(details).cast(pa.string())
+    removed = table.append_column("detail", detail).filter(pc.is_valid(table.column("reason")))
+    out: dict[tuple, dict[str, int]] = {}
+    for row in removed.group_by([*keys, "detail"], use_threads=False).aggregate(
+            [([], "count_all")]).to_pylist():
+        out.setdefault(tuple(row[k] for k in keys), {})[row["detail"] or ""] = row["count_all"]
+    return {key: dict(sorted(value.items())) for key, value in out.items()}
 
 
 def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -331,10 +331,11 @@ def _check_references(manifest: Manifest) -> list[str]:
 _PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
 # Keys whose string values are paths, wherever they sit (`model`: langid's fastText file;
 # no other manifest key is named `model`; `against`: the dedup stages' earlier run
-# folders). hf_dataset's `path` is a Hub id or a builder name unless `from_disk` is set,
-# so it is expanded only then (see _is_saved_dataset).
+# folders; `background`: decontaminate's reference code). hf_dataset's `path` is a Hub id
+# or a builder name unless `from_disk` is set, so it is expanded only then
+# (see _is_saved_dataset).
 _PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save",
-              "model", "against"}
+              "model", "against", "background"}
 
 
 def _is_saved_dataset(node: dict[str, Any]) -> bool:

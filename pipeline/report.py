@@ -19,7 +19,7 @@ from lemur_data.pipeline.plots import Plot, make_plots
 from lemur_data.stages import storage
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
-                 "by_flag", "params"}
+                 "by_flag", "params", "removed_by_detail", "contamination"}
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
 color:#222;padding:0 1em}

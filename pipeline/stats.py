@@ -13,6 +13,7 @@ from typing import Any
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.pipeline.planner import RunPlan
 from lemur_data.pipeline.profile import merge_profiles
+from lemur_data.stages.decontaminate.report import contamination
 
 Counts = dict[str, int]
 
@@ -47,7 +48,10 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
         by_lang: dict[str, dict[str, Counts]] = defaultdict(
             lambda: {"kept": _zero(), "removed": _zero()})
         totals: Counts = {}  # e.g. pii: {pii_emails: 332, ...}, shown by report and card
+        by_detail: Counts = {}  # decontaminate: documents removed per benchmark item
         for row in (row for row in rows if row["stage"] == name):
+            for detail, docs in (row.get("details") or {}).items():
+                by_detail[detail] = by_detail.get(detail, 0) + docs
             for column, value in (row.get("totals") or {}).items():
                 totals[column] = totals.get(column, 0) + value
             outcome = "kept" if row["reason"] is None else "removed"
@@ -73,6 +77,8 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
             entry["by_flag"] = by_flag
         if totals:
             entry["totals"] = dict(sorted(totals.items()))
+        if by_detail:
+            entry["removed_by_detail"] = dict(sorted(by_detail.items()))
         stages.append(entry)
     return stages
 
@@ -118,6 +124,9 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
     params = {spec.name: spec.params.model_dump(mode="json") for spec in manifest.stage_specs}
     for stage in stages:
         stage.setdefault("params", params.get(stage["name"], {}))
+        if stage["name"] == "decontaminate":
+            stage["contamination"] = contamination(stage["params"],
+                                                   stage.get("removed_by_detail", {}))
     check_accounting(stages)
     last = stages[-1] if stages else None
     stats: dict[str, Any] = {

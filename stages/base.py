@@ -102,6 +102,9 @@ class DocumentStage(ABC, Generic[P]):
     """Added columns that stats also count by (e.g. syntax_checked: checked or not)."""
     total_columns: ClassVar[tuple[str, ...]] = ()
     """Added integer columns stats sums under the stage's `totals` (e.g. pii_emails)."""
+    count_details: ClassVar[bool] = False
+    """Removed documents are also counted by their detail (decontaminate: the benchmark
+    item), so stats.json can say how many documents each item removed."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params

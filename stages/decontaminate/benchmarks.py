@@ -23,12 +23,12 @@ import importlib.util
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lemur_data.filters.decontaminate import ItemPart
+from lemur_data.filters.decontaminate import ItemPart, words
 
 Row = dict[str, Any]
 
@@ -65,7 +65,12 @@ def _mbpp_parts(rows: Iterable[Row]) -> Iterator[ItemPart]:
     for row in rows:
         task = str(row["task_id"])
         yield ItemPart("mbpp", task, "text", row.get("text") or row.get("prompt") or "", "ngram")
-        yield ItemPart("mbpp", task, "solution", row["code"], "substring")
+        code = row["code"]
+        yield ItemPart("mbpp", task, "solution", code, "substring")
+        # Copies often drop the imports above the function: match from the definition on.
+        start = re.search(r"^(?:def|class|async def) ", code, re.M)
+        if start and start.start() > 0:
+            yield ItemPart("mbpp", task, "solution", code[start.start():], "substring")
 
 
 _CALCULATOR = re.compile(r"<<[^>]*>>")
@@ -94,12 +99,36 @@ def _mmlu_parts(rows: Iterable[Row]) -> Iterator[ItemPart]:
         subject = row.get("subject") or row.get("topic") or ""
         item = f"{subject.replace(' ', '_')}/{index}" if subject else str(index)
         question = row["question"]
-        if len(re.findall(r"\w+", question)) >= 13:
+        if len(words(question)) >= 13:
+            # Found on its own however the choices follow it (lines, inline, labels).
             yield ItemPart("mmlu", item, "question", question, "ngram")
         else:
-            # Too short to be distinctive alone: the choices make it an item.
+            # Too short to be distinctive alone: the item is the question and its choices,
+            # as pages and dumps show it. Labels (A., (a), 1.) are not words to the
+            # matcher, so it is found labelled, inline or re-wrapped.
             yield ItemPart("mmlu", item, "question+choices",
                            "\n".join([question, *_mmlu_choices(row)]), "ngram")
+
+
+def custom_parts(name: str, rows: Iterable[Row], code: Sequence[str], text: Sequence[str],
+                 choices: str | None, id_field: str | None) -> Iterator[ItemPart]:
+    """Parts of a benchmark the user describes: `code` fields are matched as
+    whitespace-free substrings, `text` fields as word n-grams, and `choices` (a list
+    field) together with the first text field, as a multiple-choice item."""
+    for index, row in enumerate(rows):
+        item = str(row.get(id_field, index)) if id_field else str(index)
+        for field in code:
+            if row.get(field):
+                yield ItemPart(name, item, field, str(row[field]), "substring")
+        for field in text:
+            if row.get(field):
+                yield ItemPart(name, item, field, str(row[field]), "ngram")
+        if choices and text and row.get(choices):
+            options = row[choices]
+            options = list(options) if isinstance(options, (list, tuple)) else [options]
+            yield ItemPart(name, item, f"{text[0]}+{choices}",
+                           "\n".join([str(row.get(text[0]) or ""), *map(str, options)]),
+                           "ngram")
 
 
 def _bbh_parts(rows: Iterable[Row]) -> Iterator[ItemPart]:

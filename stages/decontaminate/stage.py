@@ -1,8 +1,9 @@
 """Remove documents that contain items of the benchmarks the model is scored on.
 
 Code parts (HumanEval prompts and solutions, MBPP solutions) are matched as
-whitespace-free substrings, as StarCoder did; question text (GSM8K, MMLU, BBH,
-MBPP task descriptions) by word 13-gram overlap. A removed document's reason is
+whitespace-free substrings, as StarCoder did, short ones only when they are rare
+(background.py); question text (GSM8K, MMLU question + choices, BBH, MBPP task
+descriptions) by word 13-gram overlap. A removed document's reason is
 the benchmark (`decontaminate:humaneval`) and its detail the item and part that
 matched (`humaneval:HumanEval/12 prompt`). See benchmarks.py for where
 items come from (a `file:`, a package shipping the data, or the Hub).
@@ -16,9 +17,15 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from lemur_data.filters.decontaminate import BenchmarkMatcher, ItemPart
+from lemur_data.filters.decontaminate import BenchmarkMatcher, ItemPart, short_keys
 from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
-from lemur_data.stages.decontaminate.benchmarks import BENCHMARKS, load_benchmark
+from lemur_data.stages.decontaminate.background import common_snippets, default_roots
+from lemur_data.stages.decontaminate.benchmarks import (
+    BENCHMARKS,
+    custom_parts,
+    load_benchmark,
+    read_rows,
+)
 
 
 class BenchmarkSource(BaseModel):
@@ -27,18 +34,41 @@ class BenchmarkSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    """humaneval, mbpp, gsm8k, mmlu or bbh."""
+    """humaneval, mbpp, gsm8k, mmlu or bbh; any other name with `file` and its schema."""
     file: str | None = None
     """A local/fsspec .jsonl[.gz], .json or .parquet of the items (Hub or original schema)."""
     hub: bool = True
     """Try the Hugging Face Hub when neither `file` nor a data package is available."""
+    code: list[str] = []
+    """Another benchmark: fields matched as code (whitespace-free substrings)."""
+    text: list[str] = []
+    """Another benchmark: fields matched as prose (word n-grams)."""
+    choices: str | None = None
+    """Another benchmark: a list field of answer choices, matched with the first `text`."""
+    id: str | None = None
+    """Another benchmark: the field naming an item (default: its row number)."""
 
-    @field_validator("name")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        if name not in BENCHMARKS:
-            raise ValueError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}")
-        return name
+    @property
+    def custom(self) -> bool:
+        return self.name not in BENCHMARKS
+
+    @model_validator(mode="after")
+    def _known_or_described(self) -> BenchmarkSource:
+        schema = self.code or self.text or self.choices or self.id
+        if not self.custom:
+            if schema:
+                raise ValueError(f"benchmark {self.name!r} is built in: its schema is fixed "
+                                 "(drop code/text/choices/id, or give it another name)")
+            return self
+        if not self.file or not (self.code or self.text):
+            raise ValueError(
+                f"unknown benchmark {self.name!r}; built in: {sorted(BENCHMARKS)}. Another "
+                f"benchmark needs its items and schema: {{name: {self.name}, file: "
+                "items.jsonl, code: [fields], text: [fields], choices: field, id: field}")
+        if self.choices and not self.text:
+            raise ValueError(f"benchmark {self.name!r}: `choices` goes with a `text` field "
+                             "(the question)")
+        return self
 
 
 class DecontaminateParams(StageParams):
@@ -53,7 +83,14 @@ class DecontaminateParams(StageParams):
     ngram_max_items: PositiveInt = 10
     """An n-gram found in more items than this is boilerplate, not evidence."""
     substring_min_chars: PositiveInt = 50
-    """Code parts shorter than this (whitespace removed) are not searched (`return x+1`)."""
+    """Code parts this long (whitespace removed) are always searched."""
+    substring_short_min_chars: PositiveInt = 20
+    """Shorter code parts down to this length are searched when anchored on a definition
+    (`def name(`) and absent from `background` (`def count(lst): return sum(lst)` only
+    if real code lacks it); a bare `return x + y` never is."""
+    background: list[str] | None = None
+    """Files or folders of real code (.py) that decide which short parts are common;
+    default: the running Python's standard library; [] searches every anchored part."""
 
     def benchmark_sources(self) -> list[BenchmarkSource]:
         return [BenchmarkSource(name=b) if isinstance(b, str) else b for b in self.benchmarks]
@@ -62,9 +99,10 @@ class DecontaminateParams(StageParams):
     @classmethod
     def _names(cls, benchmarks: list[str | BenchmarkSource]) -> list[str | BenchmarkSource]:
         names = [b if isinstance(b, str) else b.name for b in benchmarks]
-        unknown = [n for n in names if n not in BENCHMARKS]
+        unknown = [b for b in benchmarks if isinstance(b, str) and b not in BENCHMARKS]
         if unknown:
-            raise ValueError(f"unknown benchmark(s) {unknown}; known: {sorted(BENCHMARKS)}")
+            raise ValueError(f"unknown benchmark(s) {unknown}; known: {sorted(BENCHMARKS)}; "
+                             "another benchmark is given as {name, file, code/text: [fields]}")
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"benchmark(s) listed more than once: {repeated}")
@@ -74,9 +112,9 @@ class DecontaminateParams(StageParams):
     def _offline_source(self) -> DecontaminateParams:
         # With the Hub off, a missing source is certain now: say so before any worker starts.
         for source in self.benchmark_sources():
-            benchmark = BENCHMARKS[source.name]
             if source.hub or source.file:
                 continue
+            benchmark = BENCHMARKS[source.name]
             module = benchmark.package[0] if benchmark.package else None
             if module is None or importlib.util.find_spec(module) is None:
                 raise ValueError(
@@ -89,18 +127,29 @@ class DecontaminateParams(StageParams):
 class Decontaminate(DocumentStage[DecontaminateParams]):
     name = "decontaminate"
     Params = DecontaminateParams
+    count_details = True  # stats.json: documents removed per benchmark item
 
     def setup(self) -> None:
         p = self.params
         parts: list[ItemPart] = []
         self.loaded: dict[str, Any] = {}
         for source in p.benchmark_sources():
-            items, where = load_benchmark(source.name, source.file, source.hub)
+            if source.custom:
+                assert source.file is not None  # the validator requires it
+                items = list(custom_parts(source.name, read_rows(source.file), source.code,
+                                          source.text, source.choices, source.id))
+                where = source.file
+            else:
+                items, where = load_benchmark(source.name, source.file, source.hub)
             parts += items
             self.loaded[source.name] = {"parts": len(items), "from": where}
+        roots = default_roots() if p.background is None else p.background
+        common = common_snippets(
+            short_keys(parts, p.substring_min_chars, p.substring_short_min_chars), roots)
         self.matcher = BenchmarkMatcher(
             parts, n=p.ngram, min_words=p.ngram_min_words, min_fraction=p.ngram_min_fraction,
-            max_items_per_gram=p.ngram_max_items, min_chars=p.substring_min_chars)
+            max_items_per_gram=p.ngram_max_items, min_chars=p.substring_min_chars,
+            short_min_chars=p.substring_short_min_chars, common=common)
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         if not hasattr(self, "matcher"):

@@ -15,9 +15,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lemur_data.filters.decontaminate import BenchmarkMatcher
+from lemur_data.filters.decontaminate import BenchmarkMatcher, short_keys
 from lemur_data.filters.pii import find_pii
+from lemur_data.stages.decontaminate.background import common_snippets, default_roots
 from lemur_data.stages.decontaminate.benchmarks import BENCHMARKS, load_benchmark, package_file
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "benchmarks"  # real MBPP, GSM8K samples
 
 SUFFIXES = {".py", ".pyi", ".pyx", ".c", ".h", ".js", ".ts", ".html", ".json", ".toml",
             ".txt", ".rst", ".md", ".cfg", ".yaml", ".yml", ".sh"}
@@ -46,7 +49,12 @@ def main() -> None:
         if package_file(BENCHMARKS[name]) is not None:
             parts += load_benchmark(name, hub=False)[0]
             loaded.append(name)
-    matcher = BenchmarkMatcher(parts)
+    parts += load_benchmark("mbpp", str(DATA / "mbpp_sanitized_sample.jsonl"), hub=False)[0]
+    parts += load_benchmark("gsm8k", str(DATA / "gsm8k_test_sample.jsonl"), hub=False)[0]
+    loaded += ["mbpp-sample", "gsm8k-sample"]
+    # short code is searched when the stdlib lacks it, as the stage does by default
+    matcher = BenchmarkMatcher(parts, common=common_snippets(short_keys(parts, 50, 20),
+                                                             default_roots()))
     built = time.perf_counter() - started
     started = time.perf_counter()
     hits = [(path, m.label) for path, text in docs if (m := matcher.find(text))]
