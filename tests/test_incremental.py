@@ -1,14 +1,14 @@
 """Deduplicating a new build against an earlier one (`against:`), on real near duplicates:
-standard-library packages of the running Python 3.11.7 (run A) and of Debian's 3.11 (run B
-holds both). Many files are byte-identical across the two, others differ by patch-level
-edits. The joint build (B's sources, no `against`) is the reference.
+standard-library packages of CPython 3.9 as PyPy ships it (run A) and of Debian's
+CPython 3.11 (run B holds both): fixed versions, whatever Python runs the tests. Many
+files are byte-identical across the two, others differ by the edits of two releases.
+The joint build (B's sources, no `against`) is the reference.
 """
 
 from __future__ import annotations
 
 import random
 import shutil
-import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import debian_python_stdlib_tree
+from fixtures import cpython39_stdlib, debian_python_stdlib_tree
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.cli import main
@@ -25,7 +25,6 @@ from lemur_data.pipeline.planner import plan_run
 from lemur_data.stages.incremental.index import EarlierRunError
 from runs import digest
 
-STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("json", "email", "http", "logging", "concurrent", "xml", "urllib", "asyncio",
             "importlib", "unittest", "multiprocessing")
 
@@ -46,7 +45,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     rng = random.Random(5)
     folder = tmp_path_factory.mktemp("incremental-corpus")
     debian = debian_python_stdlib_tree(folder / "debian-stdlib")
-    return {"ours": _write(folder, "ours", STDLIB, rng),
+    return {"ours": _write(folder, "ours", cpython39_stdlib(), rng),
             "debian": _write(folder, "debian", debian, rng)}
 
 

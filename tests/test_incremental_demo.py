@@ -33,6 +33,9 @@ def demo(sources: tuple[str, ...] | None = None, against: str | None = None,
         raw.pop(key, None)
     if sources:
         raw["sources"] = [s for s in raw["sources"] if s["name"] in sources]
+    # repo_context joins the kept files of a repository after dedup: the comparison of
+    # kept texts here is about the dedup stages, so the stages after them are left out
+    raw["stages"] = [e for e in raw["stages"] if next(iter(e)) != "repo_context"]
     for entry in raw["stages"]:
         (name, params), = entry.items()
         if name in ("exact_dedup", "minhash"):
