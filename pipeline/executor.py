@@ -16,6 +16,7 @@ from typing import Any
 
 import ray
 
+from lemur_data.pipeline import ray_reaper
 from lemur_data.pipeline import worker_memory as memory
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Resources, Task
@@ -59,6 +60,8 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         # A local instance needs no network beyond loopback.
         ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **options)
+        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper).
+        ray_reaper.start()
 
 
 def is_done(task: Task, marker: str) -> bool:
