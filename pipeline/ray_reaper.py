@@ -13,10 +13,10 @@ is given the processes `ray.init` started (the driver's new children: GCS server
 raylet, log monitor), keeps a list of them and their descendants (agents, workers;
 found through /proc, with start times so a reused PID is never taken for one of them)
 and blocks on a pipe from the driver. Processes the driver started otherwise are not
-on the list. The pipe closes when the driver exits, however it
-exits: after a normal end Ray has stopped itself and the list holds nothing alive;
-after a SIGKILL it sends SIGTERM to what is left, then SIGKILL after a grace period,
-which is what Ray's own reaper does on systems without kernel fate-sharing.
+on the list. The pipe closes when the driver exits, however it exits: after a normal
+end Ray has stopped itself and the list holds nothing alive; after a SIGKILL the
+reaper sends SIGTERM to what is left, then SIGKILL after a grace period, which is
+what Ray's own reaper does on systems without kernel fate-sharing.
 """
 
 from __future__ import annotations
