@@ -16,6 +16,7 @@ from typing import Any
 
 import ray
 
+from lemur_data.pipeline import ray_reaper
 from lemur_data.pipeline import worker_memory as memory
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Resources, Task
@@ -56,9 +57,13 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
         os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
         os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
+        before = ray_reaper.children(os.getpid()).items()
         # A local instance needs no network beyond loopback.
         ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **options)
+        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): the
+        # processes ray.init started, and theirs, are stopped when this one is gone.
+        ray_reaper.start(dict(ray_reaper.children(os.getpid()).items() - before))
 
 
 def is_done(task: Task, marker: str) -> bool:

@@ -118,6 +118,71 @@ def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     assert digest(killed_dir) == digest(tmp_path / "clean")
 
 
+def _in_session(sid: int) -> list:
+    """The live processes of session `sid` (a process started with start_new_session)."""
+    import psutil  # Ray's bundled copy: importable once ray is (conftest imports it)
+
+    found = []
+    for candidate in psutil.process_iter():
+        try:
+            if os.getsid(candidate.pid) == sid and candidate.status() != psutil.STATUS_ZOMBIE:
+                found.append(candidate)
+        except (OSError, psutil.Error):
+            pass  # exited meanwhile
+    return found
+
+
+def _title(process) -> str:
+    try:
+        return " ".join(" ".join(process.cmdline()).split())  # setproctitle pads with spaces
+    except Exception:  # psutil.Error: it exited meanwhile
+        return f"pid {process.pid}"
+
+
+@pytest.mark.slow
+def test_sigkill_leaves_no_ray_process_behind(tmp_path: Path) -> None:
+    """Issue 20: after a SIGKILL of the driver, Ray's dashboard and runtime-env agents
+    lived on for 50-94 s; every process of its local Ray must now be gone in seconds."""
+    import psutil
+
+    tree = tmp_path / "tree"
+    for package in ("email", "json", "http", "urllib", "logging", "xml"):
+        shutil.copytree(STDLIB / package, tree / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = {"name": "orphans", "shard": {"max_docs": 4},
+                "sources": [{"name": "tree", "kind": "code",
+                             "reader": {"type": "tree", "root": str(tree)}}],
+                "stages": [{"exact_dedup": {"partitions": 4}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # its own session: whatever it leaves behind is found (and cleaned up) by session id
+    driver = subprocess.Popen([*CLI, "build", "--manifest", str(tmp_path / "m.yaml"),
+                               "--progress", "none", "--run-dir", str(run)], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        markers = run / "markers" / "01-ingest"
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(markers.glob("*.json")):
+            time.sleep(0.02)
+        ray_processes = psutil.Process(driver.pid).children(recursive=True)
+        titles = " ".join(_title(p) for p in ray_processes)
+        assert "ray::DashboardAgent" in titles and "ray::RuntimeEnvAgent" in titles, titles
+        driver.kill()
+        driver.wait()
+        killed = time.monotonic()
+        assert not (run / "stats.json").exists(), "the run finished before the kill"
+        _, alive = psutil.wait_procs(ray_processes, timeout=15)
+        left = [p for p in _in_session(driver.pid) if p not in alive] + alive
+        assert not left, (f"{time.monotonic() - killed:.1f} s after the kill: "
+                          f"{[_title(p) for p in left]}")
+    finally:
+        driver.kill()
+        for leftover in _in_session(driver.pid):
+            leftover.kill()
+
+
 @pytest.mark.slow
 def test_plan_estimates_the_full_recipe_offline() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
