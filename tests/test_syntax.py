@@ -65,7 +65,8 @@ def test_metric_counts_error_and_missing_nodes_on_a_real_file() -> None:
     broken = checker.check(source.replace(b"class JSONDecoder(object):",
                                           b"class JSONDecoder(object) = ]:", 1))
     assert not broken.clean and broken.error_nodes >= 1 and broken.error_share > 0
-    cut = source[: source.index(b"def raw_decode")] + b"def raw_decode(self, s, idx=0:\n"
+    cut = (source[: source.index(b"def raw_decode")]
+           + b"def raw_decode(self, s, idx=0:\n        pass\n")
     report = checker.check(cut)
     assert report.missing_nodes == 1 and report.error_bytes == 0
     assert syntax_check.rejects(report, 0.0, 0) is not None
@@ -315,3 +316,73 @@ def test_build_runs_syntax_then_dedup_on_ray(ray_session, tmp_path: Path,
                        kept.column("syntax_checked").to_pylist(), strict=True))
     assert any(path.endswith("notes.lisp") and not flag for path, flag in checked.items())
     assert all(flag for path, flag in checked.items() if path.endswith(".py"))
+
+
+def _python_blocks(source: bytes) -> list[tuple[int, int, int]]:
+    """(header's last line, first body line, the statement's column) of each block
+    whose body starts on a line of its own."""
+    import ast
+
+    lines = source.split(b"\n")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field, None)
+            if not (isinstance(body, list) and body and hasattr(node, "lineno")):
+                continue
+            first = body[0].lineno - 1
+            header = first - 1
+            while header >= 0 and not lines[header].rstrip().endswith(b":"):
+                header -= 1
+            if header >= 0 and first > header and not lines[first].lstrip().startswith(b"@"):
+                found.append((header, first, node.col_offset))
+    return found
+
+
+def test_python_block_without_body_is_an_error() -> None:
+    """tree-sitter-python accepts a header whose body was dedented or cut away;
+    CPython does not ("expected an indented block"), nor does the stage."""
+    source = (STDLIB / "json" / "decoder.py").read_bytes()
+    checker = syntax_check.Checker("Python")
+    assert checker.check_file(source).clean
+    lines = source.split(b"\n")
+    blocks = _python_blocks(source)
+    assert len(blocks) >= 20
+    broken = 0
+    for header, first, column in blocks:
+        dedented = lines[:first] + [b" " * column + lines[first].lstrip()] + lines[first + 1:]
+        copy = b"\n".join(dedented)
+        cut = b"\n".join(lines[: header + 1]) + b"\n"
+        for damaged in (copy, cut):
+            try:  # CPython is the oracle: count only the copies it rejects
+                compile(damaged, "decoder.py", "exec")
+                continue
+            except SyntaxError:
+                broken += 1
+            report = checker.check_file(damaged)
+            assert syntax_check.rejects(report, 0.0, 0) == "syntax_error", lines[header]
+    assert broken >= len(blocks)
+    # A docstring line ending in `:` with text after it, a dict over two lines, and a
+    # header whose body starts after comment lines are valid.
+    valid = (b'"""Returns:\nNone"""\nd = {1:\n2}\nif d:\n    # why\n\n    pass\n'
+             b"else:  # c\n  x = 1\n")
+    compile(valid, "valid.py", "exec")
+    assert checker.check_file(valid).clean
+
+
+def test_c_file_cut_inside_a_comment_or_string_is_unbalanced() -> None:
+    """A header cut inside its licence comment balances its brackets (none yet);
+    the open comment counts. So does a string still open at the end."""
+    header = Path("/usr/include/stdio.h").read_bytes()
+    assert header.startswith(b"/*") and b"*/" in header
+    checker = syntax_check.Checker("C")
+    assert checker.check_file(header).unbalanced == 0
+    in_comment = header[: header.index(b"*/") - 10]
+    assert checker.check_file(in_comment).unbalanced == 1
+    literal = header.index(b'"', header.index(b"#include"))
+    assert checker.check_file(header[: literal + 3]).unbalanced >= 1
+    for language, text in (("CSS", b"a { b: c }\n/* cut"), ("PHP", b"<?php\n$a = 1; /* cut"),
+                           ("C++", b"int a; // ok\nchar *s = \"cut\\\"\n")):
+        assert syntax_balance.lexical_imbalance(language, text) == 1, language
+        closed = text + (b"*/\n" if b"/*" in text else b'"\n')
+        assert syntax_balance.lexical_imbalance(language, closed) == 0, language
