@@ -4,13 +4,17 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - C and C++ are parsed as written, not as preprocessed: `extern "C" {` opened in
   one `#ifdef` and closed in another, lone macros that expand to `extern "C" {`;
 - C# `#if` lines inside an argument list (`f(a\\n#if X\\n, b\\n#endif\\n)`);
+- Rust: the 2015 edition's `try!(...)` macro (`try` is a 2018 keyword to the
+  grammar), `~` and a lone `$` in macro token trees (`Token![~]`), a unit struct with a `where`
+  clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
 - TypeScript and TSX: variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
   `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
 Each mask rewrites only such spans, with blanks or an identifier of the same length,
 so an error share or an offset still refers to the original file, and the rest of
 the file keeps meeting the strict grammar. The TypeScript masks are applied only to
-files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again).
+files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again), and
+so are Rust's.
 """
 
 from __future__ import annotations
@@ -135,7 +139,20 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
 # changed something), so clean files pay nothing.
-MASKED_ON_ERROR = frozenset({"TypeScript", "TSX"})
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust"})
+
+# Rust 2015: `try!(expr)`, a macro named `try`; renamed to another 3-byte name. `r#try!`
+# (2018 spelling of the same macro) is left alone: the grammar reads it.
+_RUST_TRY = re.compile(rb"(?<![\w#])try(?=[ \t]*![ \t]*[(\[{])")
+# `~`: no Rust operator since 2014, still a token inside macro token trees.
+# `struct Name<...> where ...;`: a unit struct with a where clause (the grammar wants
+# `{` or `(` after `where`); the clause is blanked.
+_RUST_UNIT_WHERE = re.compile(rb"(\bstruct[ \t\r\n]+[A-Za-z_]\w*[ \t\r\n]*(?:<[^;{}()]*>)?"
+                              rb"[ \t\r\n]*)(where\b[^;{}()]*)(?=;)")
+# A lone `$` in a token tree (`[$] => ...` matches the `$` token itself).
+_RUST_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\r\n\])},;])")
+# `raw` used as a name (syn's `Option<raw>`), but not `&raw const` / `&raw mut`.
+_RUST_RAW = re.compile(rb"(?<![\w#])raw(?![\w!])(?![ \t\r\n]+(?:const|mut)\b)")
 
 
 def _variance_blanked(match: re.Match[bytes]) -> bytes:
@@ -157,6 +174,26 @@ def mask_typescript(data: bytes) -> bytes:
     return data
 
 
+def _where_blanked(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + match.group(2).translate(_BLANKS)  # newlines kept
+
+
+def mask_rust(data: bytes) -> bytes:
+    """`data` with 2015 `try!` renamed, `~` and a lone `$` made `!`, unit-struct where
+    clauses blanked, `raw` as a name renamed; same length."""
+    if b"try" in data:
+        data = _RUST_TRY.sub(b"tr_", data)
+    if b"~" in data:
+        data = data.replace(b"~", b"!")
+    if b"$" in data:
+        data = _RUST_LONE_DOLLAR.sub(b"!", data)
+    if b"where" in data:
+        data = _RUST_UNIT_WHERE.sub(_where_blanked, data)
+    if b"raw" in data:
+        data = _RUST_RAW.sub(b"ra_", data)
+    return data
+
+
 def mask(language: str, data: bytes) -> tuple[bytes, int]:
     """The bytes to parse for a file in `language` (same length as `data`), and the
     conditionals it leaves unclosed (C, C++, C#; 0 elsewhere)."""
@@ -166,6 +203,8 @@ def mask(language: str, data: bytes) -> tuple[bytes, int]:
         return mask_conditionals(data, lone_macros=False)
     if language == "TypeScript" or language == "TSX":
         return mask_typescript(data), 0
+    if language == "Rust":
+        return mask_rust(data), 0
     return data, 0
 
 
