@@ -420,3 +420,43 @@ def test_rust_2015_try_and_other_grammar_gaps_are_masked() -> None:
         assert not checker.check_file(source[: len(source) // 2]).clean, path
     assert syntax_mask.prepare("Rust", b"let p = &raw const x; r#try!(a); try!(b);") == (
         b"let p = &raw const x; r#try!(a); tr_!(b);")
+
+
+def _bash_accepts(path: Path) -> bool:
+    import subprocess
+
+    return subprocess.run(["bash", "-O", "extglob", "-n", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_shell_agrees_with_bash_on_bash_completion_scripts(tmp_path: Path) -> None:
+    """Debian's bash-completion scripts (extglob patterns such as `-!(-*)[hv])`, `[^]]`
+    bracket expressions, `${a/#/${p}[}`) pass `bash -O extglob -n` and the stage; a
+    copy cut mid-line that bash rejects, the stage rejects too."""
+    import random
+
+    folder = _package("bash-completion") / "usr/share/bash-completion/completions"
+    scripts = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    assert len(scripts) >= 400
+    checker = syntax_check.Checker("Shell")
+    params = SyntaxParams()
+
+    def rejected(data: bytes) -> bool:
+        return syntax_check.rejects(checker.check_file(data), params.share_for("Shell"),
+                                    params.missing_for("Shell"),
+                                    params.unbalanced_for("Shell")) is not None
+
+    valid = [p for p in scripts if _bash_accepts(p)]
+    assert len(valid) >= 0.95 * len(scripts)
+    false = [p.name for p in valid if rejected(p.read_bytes())]
+    assert len(false) <= 0.01 * len(valid), false
+    rng = random.Random(17)
+    broken = caught = 0
+    for path in rng.sample(valid, 60):
+        data = path.read_bytes()
+        copy = data[: rng.randrange(len(data) // 4, 3 * len(data) // 4)]
+        (tmp_path / "cut").write_bytes(copy)
+        if not _bash_accepts(tmp_path / "cut"):
+            broken += 1
+            caught += rejected(copy)
+    assert broken >= 40 and caught >= 0.95 * broken, (caught, broken)
