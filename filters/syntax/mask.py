@@ -7,6 +7,9 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - Rust: the 2015 edition's `try!(...)` macro (`try` is a 2018 keyword to the
   grammar), `~` and a lone `$` in macro token trees (`Token![~]`), a unit struct with a `where`
   clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
+- Python 2 (The Stack labels it Python): `exec code in ns` with an expression for
+  code, `async` / `await` as names, keywords as attribute names (Jython's
+  `future.await`, `Signal.raise(...)`);
 - TypeScript and TSX: variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
   `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
@@ -139,7 +142,15 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
 # changed something), so clean files pay nothing.
-MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust"})
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python"})
+
+# Python 2's exec statement (`exec f.read() in g, l`): the grammar takes only a name
+# or a string after `exec`; `_ =  expr in g, l` is an assignment of the same length.
+_PY_EXEC = re.compile(rb"(?m)^([ \t]*)exec[ \t](?=[ \t]*[^\s(=.,)])")
+# Keywords as attribute names (Jython calls Java methods so named) and Python 3.7's
+# keywords as names (`def f(self, async)`, `async=True`).
+_PY_KEYWORD_ATTRIBUTE = re.compile(rb"(?<=\.)(?:await|async|raise|print|exec)\b")
+_PY_KEYWORD_NAME = re.compile(rb"(?<![\w.])(?:async|await)(?=[ \t]*[,)=:\].])")
 
 # Rust 2015: `try!(expr)`, a macro named `try`; renamed to another 3-byte name. `r#try!`
 # (2018 spelling of the same macro) is left alone: the grammar reads it.
@@ -194,6 +205,21 @@ def mask_rust(data: bytes) -> bytes:
     return data
 
 
+def _renamed(match: re.Match[bytes]) -> bytes:
+    return b"_" * (match.end() - match.start())
+
+
+def mask_python(data: bytes) -> bytes:
+    """Python 2 and 3.6 forms the grammar lacks, rewritten to the same length."""
+    if b"exec" in data:
+        data = _PY_EXEC.sub(rb"\1_ =  ", data)
+    if b"." in data:
+        data = _PY_KEYWORD_ATTRIBUTE.sub(_renamed, data)
+    if b"async" in data or b"await" in data:
+        data = _PY_KEYWORD_NAME.sub(_renamed, data)
+    return data
+
+
 def mask(language: str, data: bytes) -> tuple[bytes, int]:
     """The bytes to parse for a file in `language` (same length as `data`), and the
     conditionals it leaves unclosed (C, C++, C#; 0 elsewhere)."""
@@ -205,6 +231,8 @@ def mask(language: str, data: bytes) -> tuple[bytes, int]:
         return mask_typescript(data), 0
     if language == "Rust":
         return mask_rust(data), 0
+    if language == "Python":
+        return mask_python(data), 0
     return data, 0
 
 
