@@ -460,3 +460,21 @@ def test_shell_agrees_with_bash_on_bash_completion_scripts(tmp_path: Path) -> No
             broken += 1
             caught += rejected(copy)
     assert broken >= 40 and caught >= 0.95 * broken, (caught, broken)
+
+
+def test_php_file_that_lost_its_open_tag_is_unbalanced() -> None:
+    """Without its `<?php` line a class file is all text to PHP (`php -l` accepts it)
+    and its braces still pair; its code lines give it away. Pages that are all HTML
+    start with a tag and stay valid."""
+    folder = _package("php-symfony-console") / "usr/share/php/Symfony/Component/Console"
+    files = sorted(folder.rglob("*.php"))[:60]
+    assert len(files) >= 40
+    checker = syntax_check.Checker("PHP")
+    for path in files:
+        source = path.read_bytes()
+        assert checker.check_file(source).clean, path
+        at = source.index(b"<?php")
+        tagless = source[:at] + source[source.index(b"\n", at) + 1:]
+        assert checker.check_file(tagless).unbalanced >= 1, path
+    page = b"<!DOCTYPE html>\n<script>\nfunction f() {}\n$x = 1;\n</script>\n"
+    assert checker.check_file(page).unbalanced == 0

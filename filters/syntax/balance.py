@@ -175,6 +175,24 @@ _PHP_OPEN = re.compile(rb"<\?(?:php|=)?")
 _NOT_BRACE = bytes(b for b in range(256) if b not in b"{}")
 
 
+# PHP code at a line start: what a file that lost its `<?php` line still shows. A page
+# that is all HTML starts with `<`; its scripts may hold `function f(`, so the rule
+# only applies to files that do not.
+_PHP_CODE_LINE = re.compile(rb"""\n[ \t]*(?:namespace[ \t]+[\w\\]+[ \t]*[;{]
+|use[ \t]+[\w\\]+(?:[ \t]+as[ \t]+\w+)?[ \t]*;
+|declare[ \t]*\([ \t]*strict_types
+|(?:(?:abstract|final)[ \t]+)?(?:class|interface|trait)[ \t]+\w+[^;{\n]*\n?[ \t]*\{
+|(?:(?:public|private|protected|static)[ \t]+)*function[ \t]+&?\w+[ \t]*\(
+|\$\w+[ \t]*(?:\[[^\]\n]*\])?[ \t]*=[^=>][^\n]*;[ \t]*\r?(?=\n))""", re.X)
+
+
+def _tagless_code(data: bytes) -> int:
+    """1 if a file without a PHP open tag reads as PHP code (lost its `<?php` line)."""
+    if data.lstrip()[:1] == b"<":
+        return 0
+    return 1 if _PHP_CODE_LINE.search(b"\n" + data) else 0
+
+
 def _brace_imbalance(html: bytes) -> int:
     return abs(html.count(b"{") - html.count(b"}"))
 
@@ -186,12 +204,13 @@ def php_imbalance(data: bytes) -> int:
     Code and HTML count apart: `<?php if ($a) { ?> ... <?php } ?>` balances in the
     code; CSS and scripts in the HTML balance their braces (HTML text seldom holds a
     lone brace; a lone `)` in prose is common, so only braces count there). A file
-    with no open tag is all HTML to PHP, and valid: counting its braces is what tells
-    a page from code that lost its `<?php` line.
+    with no open tag is all HTML to PHP, and valid: counting its braces, and lines
+    of PHP code in a file that does not start with a tag, is what tells a page from
+    code that lost its `<?php` line.
     """
     opened = _PHP_OPEN.search(data)
     if opened is None:
-        return _brace_imbalance(data)
+        return _brace_imbalance(data) + _tagless_code(data)
     html = data[:opened.start()]
     code = data[opened.end():]
     if b"?>" in code:  # inline HTML after the first block (files ending `?>` too)
