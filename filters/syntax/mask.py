@@ -10,7 +10,10 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - Python 2 (The Stack labels it Python): `exec code in ns` with an expression for
   code, `async` / `await` as names, keywords as attribute names (Jython's
   `future.await`, `Signal.raise(...)`);
-- TypeScript and TSX: variance annotations (`interface A<in out T>`, TS 4.7) and
+- TypeScript and TSX: a signature line starting with type parameters (`<T>(x: T): T`
+  in an interface; TypeScript reads no type arguments across a line break),
+  escapes in template literal types, `type` as an exported name,
+  variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
   `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
 Each mask rewrites only such spans, with blanks or an identifier of the same length,
@@ -138,6 +141,17 @@ _VARIANCE = re.compile(rb"([<,][ \t\r\n]*)(in[ \t\r\n]+out|in|out)"
 # The pattern starts with its literal (no `\b`) so the engine skips to candidates; the
 # byte before is checked in `_identifier`.
 _IMPORT_CALL = re.compile(rb"""import[ \t]*\([ \t]*(?:"[^"\\\n]*"|'[^'\\\n]*')[ \t]*\)""")
+# A call or construct signature with type parameters opening its line (`\t<T>(x: T): T`
+# in an interface): TypeScript allows no line break before a type's `<`, so the line
+# starts a new member; the grammar reads it as type arguments of the line before. The
+# last blank of its indentation becomes the `;` separating the members.
+_SIGNATURE_LINE = re.compile(rb"\n([ \t]*)[ \t]<(?=[A-Za-z_$][\w$]*(?:[ \t]+extends\b|[ \t]*[,>=]))")
+# Escapes in template literal types (`\`${infer L}\\{${infer R}\\}\``), which the grammar
+# reads only in template strings of values: made two plain characters.
+_ESCAPE = re.compile(rb"\\[^\r\n]")
+# `type` as the name in an export specifier (`export { type as interface }`): the
+# grammar takes it for the `type` modifier.
+_TYPE_NAME = re.compile(rb"(?<![\w$.])type(?=[ \t]+as[ \t]+[A-Za-z_$])")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
@@ -178,8 +192,15 @@ def _identifier(match: re.Match[bytes]) -> bytes:
 
 
 def mask_typescript(data: bytes) -> bytes:
-    """`data` with variance annotations blanked and `import("x")` made an identifier."""
+    """`data` with variance annotations blanked, `import("x")` made an identifier,
+    a `;` before each signature line that starts with type parameters, escapes made
+    plain characters (template literal types) and `type` as an exported name renamed."""
     data = _VARIANCE.sub(_variance_blanked, data)
+    data = _SIGNATURE_LINE.sub(rb"\n\1;<", data)
+    if b"`" in data and b"\\" in data:
+        data = _ESCAPE.sub(b"__", data)
+    if b"type" in data:
+        data = _TYPE_NAME.sub(b"_ype", data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
     return data

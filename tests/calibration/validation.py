@@ -1,7 +1,8 @@
 """A validation set kept apart from calibration, split by package, and its measure.
 
-    python tests/calibration/validation.py list      # write validation/<Language>.txt
-    python tests/calibration/validation.py measure   # the table (docs/stages.md)
+    python tests/calibration/validation.py list [LANGUAGE ...]     # validation/<Language>.txt
+    python tests/calibration/validation.py label [LANGUAGE ...]    # oracle labels, stored
+    python tests/calibration/validation.py measure [LANGUAGE ...]  # the docs/stages.md table
 
 Files come from packages: Debian packages installed here (/var/lib/dpkg/info/*.list)
 or unpacked into the fixtures cache (one folder per package; npm's node_modules
@@ -144,7 +145,7 @@ def _language(entry: str) -> str | None:
     return detect_code_language(path, data[:4096], data[-2048:])
 
 
-def write_lists() -> None:
+def write_lists(languages: list[str]) -> None:
     by_language: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     seen: set[str] = set()
     for package, entries in sorted(packages().items()):
@@ -159,7 +160,7 @@ def write_lists() -> None:
                 seen.add(real)
                 by_language[language][package].append(entry)
     HERE.mkdir(exist_ok=True)
-    for language in LANGUAGES:
+    for language in languages:
         per_package = by_language[language]
         chosen: list[tuple[str, str]] = []
         queues = {p: sorted(e) for p, e in sorted(per_package.items())}
@@ -269,7 +270,7 @@ def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else "measure"
     languages = sys.argv[2:] or LANGUAGES
     if command == "list":
-        write_lists()
+        write_lists(languages)
     elif command == "label":
         for language in languages:
             write_labels(language)
