@@ -145,7 +145,8 @@ _IMPORT_CALL = re.compile(rb"""import[ \t]*\([ \t]*(?:"[^"\\\n]*"|'[^'\\\n]*')[ 
 # in an interface): TypeScript allows no line break before a type's `<`, so the line
 # starts a new member; the grammar reads it as type arguments of the line before. The
 # last blank of its indentation becomes the `;` separating the members.
-_SIGNATURE_LINE = re.compile(rb"\n([ \t]*)[ \t]<(?=[A-Za-z_$][\w$]*(?:[ \t]+extends\b|[ \t]*[,>=]))")
+_SIGNATURE_LINE = re.compile(rb"\n([ \t]*)[ \t]<"
+                             rb"(?=[A-Za-z_$][\w$]*(?:[ \t]+extends\b|[ \t]*[,>=]))")
 # Escapes in template literal types (`\`${infer L}\\{${infer R}\\}\``), which the grammar
 # reads only in template strings of values: made two plain characters.
 _ESCAPE = re.compile(rb"\\[^\r\n]")
