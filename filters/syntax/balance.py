@@ -76,7 +76,7 @@ def _open_at_end(hiding: re.Pattern[bytes], data: bytes, visible: bytes) -> int:
     the file does not end with `*/` or a quote; only then is the file lexed again
     to find that span.
     """
-    if visible.rstrip(b"\r\n")[-1:] != b" ":
+    if visible[-256:].rstrip(b"\r\n")[-1:] != b" ":  # (a slice: no copy of the file)
         return 0
     tail = data[-256:].rstrip()[-3:]
     if tail[-2:] == b"*/" or (tail[-1:] in b"\"'`" and tail[-2:-1] != b"\\"):
