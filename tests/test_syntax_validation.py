@@ -60,19 +60,62 @@ def test_validation_half_meets_bounds(language: str) -> None:
             assert 100.0 * caught / copies >= MIN_DETECTION, (kind, caught, copies)
 
 
+# What a shebang's interpreter says, independent of the detector's own table.
+_STATED_BY_INTERPRETER = {"sh": "Shell", "bash": "Shell", "dash": "Shell",
+                          "python": "Python", "ruby": "Ruby", "node": "JavaScript",
+                          "php": "PHP"}
+
+
+def _stated_language(package: str, path: str, data: bytes) -> str | None:
+    """The language the file's extension (The Stack's label), its package or its
+    interpreter states; None for a C header (C or C++ by content, as in The Stack)."""
+    import re
+
+    from lemur_data.filters.langid.code import EXTENSIONS
+
+    name = path.rsplit("/", 1)[-1]
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+    if suffix == ".h":
+        return None
+    if suffix in EXTENSIONS:
+        return EXTENSIONS[suffix]
+    if package == "fixture:bash-completion":
+        return "Shell"
+    if package in ("fixture:libstdc++-12-dev", "fixture:libboost1.74-dev") or "/c++/" in path:
+        return "C++"  # libstdc++'s extensionless headers (<vector>)
+    shebang = re.match(rb"#!\s*\S*?([\w-]+)(?:\s+(?:-S\s+)?([\w-]+))?", data)
+    if shebang:
+        program = shebang.group(2) if shebang.group(1) == b"env" else shebang.group(1)
+        program = re.sub(rb"[\d.]+$", b"", program or b"").decode()
+        return _STATED_BY_INTERPRETER.get(program)
+    return None
+
+
 @pytest.mark.slow
 def test_code_language_without_a_column() -> None:
     """Detected from path, head and tail, as the langid stage does when a source has
-    no language column; the list's language is the extension's or the package's."""
+    no language column, against what the extension, the package or the interpreter
+    states. Extensionless files: every bash-completion script, /usr/bin scripts,
+    libstdc++ headers."""
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     for language in validation.LANGUAGES:
-        for entry in _present(language):
+        for package, entry in validation.listed(language)[::STRIDE]:
             data = validation.read(entry)
             path = validation.expand(entry).split("!")[-1]
-            total[language] += 1
-            right[language] += detect_code_language(path, data[:4096],
-                                                    data[-2048:]) == language
-    assert sum(right.values()) / sum(total.values()) >= 0.99
+            stated = _stated_language(package, path, data)
+            if stated is None:
+                continue
+            total[stated] += 1
+            right[stated] += detect_code_language(path, data[:4096], data[-2048:]) == stated
+    folder = validation.FIXTURES / "bash-completion/usr/share/bash-completion/completions"
+    for path in sorted(folder.iterdir()):  # all of them, listed or not
+        if path.is_file() and not path.is_symlink() and "." not in path.name:
+            data = path.read_bytes()
+            total["Shell (bash-completion)"] += 1
+            right["Shell (bash-completion)"] += detect_code_language(
+                str(path), data[:4096], data[-2048:]) == "Shell"
+    assert total["Shell (bash-completion)"] >= 400 and sum(total.values()) >= 2500, total
+    assert sum(right.values()) / sum(total.values()) >= 0.99, (right, total)
     for language in total:
         assert right[language] / total[language] >= 0.97, (language, right, total)
