@@ -1,7 +1,8 @@
 """Find and replace personal data and secrets, as StarCoder's PII pass did.
 
 Kinds and their placeholders: emails `<EMAIL>`, public IP addresses
-`<IP_ADDRESS>`, keys and tokens `<KEY>`, private key blocks `<PRIVATE_KEY>`.
+`<IP_ADDRESS>`, keys, tokens and passwords in URLs (`scheme://user:PASSWORD@host`)
+`<KEY>`, private key blocks (also one cut off before its END line) `<PRIVATE_KEY>`.
 Only the secret itself is replaced, never the quotes or the `key = ` around it,
 so code that parsed before still parses.
 
@@ -51,6 +52,36 @@ _PRIVATE_KEY = re.compile(
     r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
     r"[\s\S]{1,20000}?"
     r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+
+# A block cut off before its END line (a truncated file, a paste): the BEGIN line and the
+# base64 lines (and `Proc-Type:`-style headers) after it, up to the first other line. A
+# short last line counts only with its `=` padding; most of the key is gone either way.
+_PRIVATE_KEY_OPEN = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*|[ \t]+)?"
+    r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{1,15}={1,2}|[A-Za-z-]{3,20}: [^\r\n\\]{1,200})"
+    r")*")
+
+# --- passwords in URLs -----------------------------------------------------------------
+
+# `postgresql://app:PASSWORD@10.1.2.3/db`, `redis://:PASSWORD@host:6379`: the password
+# between the user's `:` and the last `@` before the host (an unencoded `@` may be in it).
+_URL_CREDENTIALS = re.compile(
+    r"(?P<user>[^\s:/@\"'`<>]{0,128}):(?P<pw>[^\s/\"'`<>]{1,256})@(?=[\w\[])")
+_URL_SCHEME_END = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}\Z")
+# Template values are no secrets: ${DB_PASSWORD}, {password}, %(pw)s, <password>, ****.
+_PASSWORD_TEMPLATE = re.compile(r"[$%{<*].*|\*+")
+
+
+def _url_passwords(text: str) -> Iterator[Span]:
+    at = text.find("://")
+    while at != -1:
+        if _URL_SCHEME_END.search(text, max(0, at - 31), at):
+            match = _URL_CREDENTIALS.match(text, at + 3)
+            if match and not _PASSWORD_TEMPLATE.fullmatch(match.group("pw")):
+                yield Span(match.start("pw"), match.end("pw"), "key", "url_password")
+        at = text.find("://", at + 3)
+
 
 # --- tokens with a recognisable shape ------------------------------------------------------
 
@@ -271,13 +302,18 @@ def find_pii(text: str, *, emails: bool = True, ip_addresses: bool = True, keys:
              key_min_entropy: float = 3.5) -> list[Span]:
     """Non-overlapping spans to replace, in text order.
 
-    Where spans overlap the earlier rule in this order wins: private key blocks,
-    shaped tokens, assigned keys, emails, IP addresses.
+    Where spans overlap the earlier rule in this order wins: private key blocks (whole,
+    then unterminated), URL passwords, shaped tokens, assigned keys, emails, IP addresses.
     """
     found: list[Span] = []
     if private_keys and "PRIVATE KEY" in text:
         found += [Span(m.start(), m.end(), "private_key", "private_key_block")
                   for m in _PRIVATE_KEY.finditer(text)]
+        # BEGIN lines inside a whole block lose to it below; the others have no END line
+        found += [Span(m.start(), m.end(), "private_key", "private_key_unterminated")
+                  for m in _PRIVATE_KEY_OPEN.finditer(text)]
+    if keys and "://" in text:  # before emails: `user:pass@db.host.com` is no address
+        found += list(_url_passwords(text))
     if keys:
         triggered = sorted({i for _end, rules in _TRIGGERS.iter(text) for i in rules})
         for index in triggered:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,12 +11,15 @@ from typing import Any
 
 from rich.console import Console
 
+from lemur_data.pipeline import budget
 from lemur_data.pipeline.executor import connect, run_phase
 from lemur_data.pipeline.manifest import Manifest
-from lemur_data.pipeline.planner import RunPlan, plan_run
+from lemur_data.pipeline.planner import RunPlan, Step, list_units, plan_run
 from lemur_data.pipeline.progress import Mode, phase_progress
 from lemur_data.pipeline.stats import run_stats
 from lemur_data.stages import storage
+from lemur_data.stages.base import Phase
+from lemur_data.stages.readers.common import InputUnit
 
 
 class RunDirError(Exception):
@@ -27,6 +31,16 @@ class BuildResult:
     plan: RunPlan
     stats: dict[str, Any]
     seconds: float
+
+
+def _refuse_whitespace(manifest: Manifest, run_dir: str) -> None:
+    """Megatron-LM reads data_args.txt with split(): a shard path with a space in it
+    cannot be named there, so a packing build in such a folder is refused before it runs."""
+    folder = run_dir if "://" in run_dir else os.path.abspath(run_dir)
+    if manifest.packs and any(c.isspace() for c in folder):
+        raise RunDirError(f"run folder {folder!r} holds whitespace: Megatron-LM reads "
+                          "megatron/data_args.txt with split(), so its shard paths cannot "
+                          "contain spaces; use a run folder without them")
 
 
 def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
@@ -44,8 +58,62 @@ def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
                 f"{run_dir} holds a run of a different manifest (fingerprint {previous}, "
                 f"this one {fingerprint}); use another --run-dir or delete it")
         return
+    # expansions stay local: published copies are rewritten with them (pipeline/public.py)
     storage.write_json_atomic(record, {"fingerprint": fingerprint,
-                                       "manifest": manifest.model_dump(mode="json")})
+                                       "manifest": manifest.model_dump(mode="json"),
+                                       "expansions": manifest.expansions})
+
+
+class _Runner:
+    """Runs steps and gathers what stats.json and timings.json need."""
+
+    def __init__(self, workers: int | None, progress: Mode, console: Console) -> None:
+        self.workers, self.progress, self.console = workers, progress, console
+        self.timings: dict[str, float] = {}
+        self.memory: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the counts of a round that was not the last (timings add up)."""
+        self.rows: list[dict[str, Any]] = []
+        self.order: list[str] = []
+        self.global_summaries: dict[str, Any] = {}
+        self.shard_profiles: list[dict[str, Any]] = []
+
+    def phases(self, step: Step, phases: list[Phase]) -> dict[str, list[dict[str, Any]]]:
+        started = time.perf_counter()
+        usage: dict[str, float] = {}
+        results: dict[str, list[dict[str, Any]]] = {}
+        for phase in phases:
+            name = step.label if step.kind == "documents" else f"{step.label}.{phase.name}"
+            markers = step.markers if step.kind == "documents" else \
+                f"{step.markers}/{phase.name}"
+            with phase_progress(name, len(phase.tasks), self.progress, self.console) as tracker:
+                results[phase.name] = run_phase(phase, markers, self.workers, tracker, usage)
+        # a step may run in parts (the mix, split from pack) and again in later rounds
+        self.timings[step.label] = round(self.timings.get(step.label, 0.0)
+                                         + time.perf_counter() - started, 3)
+        self.memory[step.label] = max(self.memory.get(step.label, 0.0),
+                                      usage.get("peak_worker_rss_mb", 0.0))
+        self.cpu[step.label] = round(self.cpu.get(step.label, 0.0)
+                                     + usage.get("cpu_seconds", 0.0), 3)
+        return results
+
+    def step(self, step: Step, phases: list[Phase] | None = None,
+             summarize: bool = True) -> dict[str, list[dict[str, Any]]]:
+        results = self.phases(step, step.phases if phases is None else phases)
+        if step.kind == "documents":
+            self.order += [n for n in step.stage_names if n not in self.order]
+            self.rows += [row for summary in results[step.label] for row in summary["counts"]]
+            self.shard_profiles = [s["profile"] for s in results[step.label]
+                                   if "profile" in s]
+        elif summarize:
+            assert step.global_stage is not None and step.global_ctx is not None
+            self.global_summaries[step.stage_names[0]] = {
+                "params": step.global_stage.params.model_dump(mode="json"),
+                **step.global_stage.summary(step.global_ctx)}
+        return results
 
 
 def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
@@ -56,57 +124,86 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     has finished, before stats, profile and report (the CLI stops Ray then, meanwhile)."""
     console = console or Console(stderr=True)
     started = time.perf_counter()
-    plan = plan_run(manifest, run_dir)
+    _refuse_whitespace(manifest, run_dir)
+    budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
+    units = list_units(manifest)
+    plan = None if budgeted else plan_run(manifest, run_dir, units)
     prepare_run_dir(manifest, run_dir)
     connect(ray_address, workers)
-    rows: list[dict[str, Any]] = []
-    order: list[str] = []
-    timings: dict[str, float] = {}
-    memory: dict[str, float] = {}
-    cpu: dict[str, float] = {}
-    global_summaries: dict[str, Any] = {}
-    shard_profiles: list[dict[str, Any]] = []
-    for step in plan.steps:
-        step_start = time.perf_counter()
-        step_usage: dict[str, float] = {}
-        phase_results: dict[str, list[dict[str, Any]]] = {}
-        for phase in step.phases:
-            name = step.label if step.kind == "documents" else f"{step.label}.{phase.name}"
-            markers = plan.layout.markers(step.label if step.kind == "documents"
-                                          else f"{step.label}/{phase.name}")
-            with phase_progress(name, len(phase.tasks), progress, console) as tracker:
-                phase_results[phase.name] = run_phase(phase, markers, workers, tracker,
-                                                      step_usage)
-        if step.kind == "documents":
-            order += [n for n in step.stage_names if n not in order]
-            for summary in phase_results[step.label]:
-                rows += summary["counts"]
-            shard_profiles = [s["profile"] for s in phase_results[step.label] if "profile" in s]
-        else:
-            assert step.global_stage is not None and step.global_ctx is not None
-            global_summaries[step.stage_names[0]] = {
-                "params": step.global_stage.params.model_dump(mode="json"),
-                **step.global_stage.summary(step.global_ctx)}
-        timings[step.label] = round(time.perf_counter() - step_start, 3)
-        memory[step.label] = step_usage.get("peak_worker_rss_mb", 0.0)
-        cpu[step.label] = step_usage.get("cpu_seconds", 0.0)
+    runner = _Runner(workers, progress, console)
+    read: dict[str, Any] | None = None
+    if plan is not None:
+        for step in plan.steps:
+            runner.step(step)
+    else:
+        plan, read = _budgeted(manifest, run_dir, units, runner)
     if after_tasks is not None:
         after_tasks()
-    stats = run_stats(manifest, plan, run_dir, rows, order, global_summaries, shard_profiles)
+    stats = run_stats(manifest, plan, run_dir, runner.rows, runner.order,
+                      runner.global_summaries, runner.shard_profiles)
+    if read is not None:
+        stats["read"] = read
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.
     from lemur_data.pipeline.report import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
+    if any(getattr(spec.params, "index", False) for spec in manifest.stage_specs):
+        from lemur_data.pipeline.index import build_index
+
+        build_index(run_dir)  # <run>/index/: later runs deduplicate against this one
     if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
         from lemur_data.pipeline.launch.run import write_launch
 
         write_launch(manifest, run_dir)
     seconds = time.perf_counter() - started
     storage.write_bytes_atomic(plan.layout.path("timings.json"),
-                               json.dumps({"steps": timings, "total": round(seconds, 3),
-                                           "peak_worker_rss_mb": memory,
-                                           "cpu_seconds": cpu},
+                               json.dumps({"steps": runner.timings, "total": round(seconds, 3),
+                                           "peak_worker_rss_mb": runner.memory,
+                                           "cpu_seconds": runner.cpu},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
+
+
+def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]],
+              runner: _Runner) -> tuple[RunPlan, dict[str, Any]]:
+    """`read: needed`: rounds over growing prefixes of the seeded unit orders, until the
+    mix's split counts say every component has its target (pipeline/budget.py); then
+    that round's mix packs. Returns the last round's plan and stats.json's `read`."""
+    orders = {name: budget.unit_order(us, manifest.seed) for name, us in units.items()}
+    source_of = {u.shard_id: name for name, us in units.items() for u in us}
+    counts: dict[str, int] | None = budget.pilot_counts(manifest, orders)
+    pilot: budget.RoundResult | None = None
+    number = 0
+    while True:
+        assert counts is not None
+        runner.reset()
+        # the prefix in listing order, as `read: all` plans its units
+        prefix = {n: sorted(o[:counts[n]], key=lambda u: u.index) for n, o in orders.items()}
+        # round 0, the pilot, measures the yield through the document stages only (its
+        # first step is every round's); the output comes from a round with them all
+        plan = plan_run(manifest, run_dir, prefix, scope=f"rounds/{number}",
+                        documents_only=pilot is None)
+        *steps, mix = plan.steps
+        for step in steps:
+            runner.step(step)
+        # only `split` before the round is known to be the last: it counts the kept
+        # tokens per component; `plan` refuses a component with none, which a pilot
+        # may well have
+        split, *packing = mix.phases
+        results = runner.step(mix, [split], summarize=False)
+        result = budget.RoundResult(
+            counts=dict(counts), input_bytes=budget.ingest_bytes(runner.rows),
+            tokens=budget.tokens_by_source([t.key for t in split.tasks], results["split"],
+                                           source_of),
+            targets=budget.targets(manifest))
+        counts = budget.next_counts(manifest, orders, result)
+        number += 1
+        if pilot is None:
+            pilot = result
+            counts = counts or dict(result.counts)
+            continue
+        if counts is None:
+            runner.step(mix, packing)
+            return plan, budget.read_stats(manifest, orders, pilot, result, number)

@@ -120,6 +120,19 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                       "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
 
 
+def _read(stats: dict[str, Any]) -> str:
+    """With `read: needed`, how much of each source the run read (all else: nothing)."""
+    from lemur_data.pipeline.report import READ_HEADERS, read_rows
+
+    read = stats.get("read")
+    if not read:
+        return ""
+    return ("Only what the mixture uses was read (`mixture.read: needed`, "
+            f"{read['rounds']} round(s)): a seeded prefix of each source's input units. "
+            "Documents in units not read were never seen, so they are not counted as "
+            "removed.\n\n" + _md_table(READ_HEADERS, read_rows(stats)))
+
+
 def _stages(stats: dict[str, Any]) -> str:
     from lemur_data.pipeline.report import STANDARD_KEYS, flatten, scalar_text
 
@@ -134,6 +147,10 @@ def _stages(stats: dict[str, Any]) -> str:
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
+        if stage.get("against"):  # incremental curation (docs/incremental.md)
+            parts.append("Deduplicated against earlier runs: " + "; ".join(
+                f"`{a['run']}` ({a['removed']:,} documents removed)" for a in stage["against"])
+                + ".")
         if stage["removed_by_reason"]:
             parts.append(_md_table(["reason", "docs", "bytes"], [
                 [r, c["docs"], c["bytes"]] for r, c in stage["removed_by_reason"].items()]))
@@ -199,6 +216,11 @@ def _limitations(stats: dict[str, Any]) -> str:
     if not names & {"minhash"}:
         notes.append("No near-duplicate (MinHash) stage ran: only exact copies, if any, "
                      "were removed.")
+    if "repo_context" in names:
+        notes.append("repo_context joined each repository's files into repository documents: "
+                     "such a document counts once as kept, and each file it absorbed besides "
+                     "its first is listed as removed `repo_context:merged` (its `repo_files` "
+                     "column names every file it holds).")
     mix = stats.get("mixture") or {}
     repeated = [c["key"] for c in mix.get("components", []) if c.get("realized_epochs", 0) > 1]
     if repeated:
@@ -234,7 +256,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         + f", kept of {stats['input']['docs']:,} read. Stages: {stage_names}.",
         f"Files: {layout}; `stats.json` (every count below), `report.html` (the run report) "
         "and `plots/`.",
-        "## Sources", _sources(manifest, stats),
+        "## Sources", _sources(manifest, stats), *([_read(stats)] if stats.get("read") else []),
         "## Licenses of the kept documents",
         _md_table(["license", "docs"],
                   [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")
@@ -259,8 +281,9 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         "## How to reproduce",
         "Install lemur-data, save the manifest below as `manifest.yaml` and run "
         "`lemur-data build --manifest manifest.yaml` (add `--ray-address auto` on a Ray "
-        "cluster). The same manifest and inputs give byte-identical output. Paths below are "
-        "as resolved on the machine that built this run.",
+        "cluster). The same manifest and inputs give byte-identical output. Local paths "
+        "are written as the placeholders the manifest used (`{stdlib}`, `${HOME}`, "
+        "`{manifest_dir}`: the folder of the manifest file).",
         "```yaml\n" + manifest_yaml.rstrip() + "\n```",
         "## Limitations", _limitations(stats),
     ]
@@ -271,7 +294,9 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
 def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_yaml: str,
                include: Include = "parquet") -> str:
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
+    from lemur_data.pipeline.public import public_text
+
     card = render_card(stats, record["manifest"], manifest_yaml, plots, include)
     path = storage.join(run_dir, "README.md")
-    storage.write_bytes_atomic(path, str(card).encode())
+    storage.write_bytes_atomic(path, public_text(str(card), run_dir).encode())
     return path

@@ -1,6 +1,7 @@
 """The `lemur-data` command line.
 
-Exit codes: 0 success, 2 usage or manifest errors, 1 a run that failed.
+Exit codes: 0 success, 2 usage or manifest errors, 1 a run that failed, 130 a build
+stopped by Ctrl-C (rerunning it resumes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from rich.console import Console
 from lemur_data.pipeline.manifest import Manifest, ManifestError, load_manifest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a count of at least 1 (0 or -2 workers would mean nothing, or a Ray
+    traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
                                              "`ray start` runs on this node; default: "
                                              "RAY_ADDRESS, else start a local Ray here)")
-    build.add_argument("--workers", type=int,
+    build.add_argument("--workers", type=_positive_int,
                        help="most tasks at once (default: all CPUs of the Ray cluster)")
     build.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                        help="bar: progress bars; log: periodic log lines (cluster jobs); none: "
@@ -68,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
     launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
+    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
+                  "MinHash band buckets and shingle sets of its kept documents and of the "
+                  "duplicates it removed in their favour), so later builds can list the run "
+                  "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
+                  "where it exists; the run's work/ folder must still be there.")
+    index = commands.add_parser("index", help=index_help, description=index_help)
+    index.add_argument("--run-dir", required=True, help="the run folder of a finished build")
     card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
                  "run from its stats.json.")
     card = commands.add_parser("card", help=card_help, description=card_help)
@@ -92,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     if args.command == "card":
         return _card(args.run_dir, console)
+    if args.command == "index":
+        return _index(args.run_dir, console)
     if args.command == "push":
         return _push(args, console)
     try:
@@ -117,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
-    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day
+    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day, read_fractions
     from lemur_data.pipeline.planner import plan_run
     from lemur_data.stages.ingest import plan_units
 
@@ -127,6 +150,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     out.print("sources:")
     units: dict[str, list] = {}
     by_kind = {"code": 0, "text": 0}
+    by_source: dict[str, int] = {}
     for source in manifest.sources:
         try:
             units[source.name] = plan_units(source.reader, source.info(),
@@ -135,6 +159,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             units[source.name] = []
             hint = int(source.size_hint or 0)
             by_kind[source.kind] += hint
+            by_source[source.name] = hint
             out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
@@ -142,10 +167,19 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         docs = sum(u.docs_hint for u in units[source.name])
         size = sum(u.bytes_hint for u in units[source.name])
         by_kind[source.kind] += size
+        by_source[source.name] = size
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
-    plan = plan_run(manifest, run_dir, units)
+    from lemur_data.pipeline.estimate import earlier_reads
+    from lemur_data.stages.incremental.index import EarlierRunError
+
+    try:
+        plan = plan_run(manifest, run_dir, units)
+        earlier = earlier_reads(manifest)
+    except EarlierRunError as error:
+        Console(stderr=True).print(f"error: {error}", highlight=False)
+        return EXIT_USAGE
     out.print("steps:")
     for step in plan.steps:
         tasks = sum(len(p.tasks) for p in step.phases)
@@ -155,9 +189,30 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   highlight=False)
     out.print(f"outputs: {len(plan.output_shards)} shards, stats {run_dir}/stats.json",
               highlight=False)
-    costs = estimate(manifest, by_kind)
-    out.print(f"estimate for {by_kind['code'] / 1e9:,.1f} GB of code and "
-              f"{by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for all of it):")
+    needed = manifest.mixture is not None and manifest.mixture.read == "needed"
+    fractions = read_fractions(manifest, by_source)
+    read_by_kind = {"code": 0, "text": 0}
+    for source in manifest.sources:
+        read_by_kind[source.kind] += int(by_source.get(source.name, 0)
+                                         * fractions[source.name])
+    if needed:
+        out.print("read: needed, expected share of each source read (the build's pilot "
+                  "measures the yield; this assumes estimate.KEPT_SHARE):")
+        for source in manifest.sources:
+            out.print(f"  {source.name:<24} {fractions[source.name]:>7.1%}  "
+                      f"~{by_source.get(source.name, 0) * fractions[source.name] / 1e9:,.1f} GB",
+                      highlight=False)
+    if earlier:
+        out.print("deduplicated against earlier runs (extra reads of their indexes):")
+        for reads in earlier:
+            out.print(f"  {reads.stage:<12} {reads.run}: {reads.docs:,} indexed docs, reads "
+                      f"{reads.bytes_read / 1e6:,.2f} MB in full + at most "
+                      f"{reads.bytes_candidates / 1e6:,.2f} MB for candidates only",
+                      highlight=False)
+    costs = estimate(manifest, read_by_kind)
+    charged = "what read: needed is expected to read" if needed else "all of it"
+    out.print(f"estimate for {read_by_kind['code'] / 1e9:,.1f} GB of code and "
+              f"{read_by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for {charged}):")
     out.print(f"  {'stage':<16} {'core-hours':>11} {'disk GB':>9} {'memory/worker':>14}")
     for cost in costs:
         out.print(f"  {cost.stage:<16} {cost.core_hours:>11,.1f} {cost.disk_bytes / 1e9:>9,.1f} "
@@ -167,6 +222,12 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     disk_tb = sum(c.disk_bytes for c in costs) / 1e12
     out.print(f"  total {core_hours:,.0f} core-hours, {disk_tb:,.2f} TB of disk: {nodes} node(s) "
               f"of {cores_per_node} cores finish it in a day", highlight=False)
+    if needed:
+        every = estimate(manifest, by_kind)
+        out.print(f"  with read: all ({by_kind['code'] / 1e9:,.1f} GB of code, "
+                  f"{by_kind['text'] / 1e9:,.1f} GB of text): "
+                  f"{sum(c.core_hours for c in every):,.0f} core-hours, "
+                  f"{sum(c.disk_bytes for c in every) / 1e12:,.2f} TB of disk", highlight=False)
     return EXIT_OK
 
 
@@ -175,6 +236,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     from lemur_data.pipeline.executor import RunError
     from lemur_data.pipeline.stats import AccountingError
     from lemur_data.pipeline.summary import print_summary
+    from lemur_data.stages.incremental.index import EarlierRunError
     from lemur_data.stages.readers.common import ReaderError
 
     # Ray's shutdown waits ~1.3 s for its processes to exit; once the last task is done it
@@ -184,9 +246,13 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
                        after_tasks=stopping.start)
-    except RunDirError as error:
+    except (RunDirError, EarlierRunError) as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished shards are kept in {run_dir}; rerun the same "
+                      "command to resume", highlight=False)
+        return EXIT_INTERRUPTED
     except (ReaderError, RunError, AccountingError, OSError) as error:
         console.print(f"error: run failed: {error}", highlight=False)
         return EXIT_FAILED
@@ -196,6 +262,23 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
     print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
+    return EXIT_OK
+
+
+def _index(run_dir: str, console: Console) -> int:
+    from lemur_data.pipeline.index import NotIndexableError, build_index
+    from lemur_data.stages.incremental.index import IndexFiles
+
+    try:
+        index = build_index(run_dir)
+    except NotIndexableError as error:
+        console.print(f"error: {error}", highlight=False)
+        return EXIT_USAGE
+    sections = [f"{name}: {index[name]['docs']:,} documents" for name in ("exact", "minhash")
+                if index.get(name)]
+    print(IndexFiles(run_dir).manifest())
+    console.print(f"index of {index['kept_docs']:,} kept documents ({'; '.join(sections)})",
+                  highlight=False)
     return EXIT_OK
 
 
@@ -224,6 +307,8 @@ def _card(run_dir: str, console: Console) -> int:
 
 
 def _push(args: argparse.Namespace, console: Console) -> int:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     from lemur_data.pipeline.hub import (
         NotARunError,
         PushError,
@@ -233,6 +318,11 @@ def _push(args: argparse.Namespace, console: Console) -> int:
         push,
     )
 
+    try:  # huggingface_hub's own rule, before any work (also for --dry-run)
+        validate_repo_id(args.repo_id)
+    except HFValidationError as error:
+        console.print(f"error: --repo-id: {error}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     try:
         if args.dry_run:
             files = plan_files(args.run_dir, args.include, card_for(args.run_dir, args.include))

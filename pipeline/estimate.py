@@ -4,6 +4,8 @@ Rates are per-core throughputs measured by the benchmarks in tests/bench/ on thi
 project's reference machine (2-core x86_64, 2026-11-30; docs/benchmarks.md).
 Every stage is charged for the whole input (an upper bound: in practice each
 filter shrinks what the next one reads), so the answer errs on the safe side.
+With `mixture.read: needed` the input is what the mixture is expected to use
+(`read_fractions`); a build measures the yield instead, and may read a little more.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from lemur_data.pipeline.budget import PILOT_SHARE
 from lemur_data.pipeline.manifest import Manifest
 from lemur_data.stages.registry import STAGE_INFO
 
@@ -19,6 +22,11 @@ DEFAULT_RATE_MB_S = 5.0
 WORKER_BASE_MB = 900.0  # a Ray worker with parsers and models loaded (bench_memory.py)
 PARQUET_RATIO = 0.35  # zstd parquet bytes per text byte, measured on the demo output
 AVG_DOC_BYTES = 5_000  # The Stack / RefinedWeb are both around 3-8 KB per document
+TOKEN_BYTES = 3.5  # text bytes per token (Llama-style tokenizers on code and English)
+# Kept bytes per input byte through every stage, assumed for `plan`'s `read: needed`
+# estimate only: a build measures it on its pilot instead (pipeline/budget.py). Web text
+# loses the most to language, quality and near-dup filters; The Stack dedup is cleaner.
+KEPT_SHARE = {"code": 0.6, "text": 0.5}
 
 
 @dataclass(frozen=True)
@@ -82,5 +90,81 @@ def estimate(manifest: Manifest, bytes_by_kind: dict[str, int]) -> list[StageCos
     return costs
 
 
+def read_fractions(manifest: Manifest, bytes_by_source: dict[str, int]) -> dict[str, float]:
+    """Share of each source `read: needed` is expected to read (1.0: all of it).
+
+    A source counts for the most specific weight key that names it (`source:lang`,
+    `source`, `kind:lang`, `kind`); every source of a component reads the same share,
+    enough for target x (1 + read_margin) at the assumed KEPT_SHARE and TOKEN_BYTES.
+    """
+    mixture = manifest.mixture
+    if mixture is None or mixture.read != "needed":
+        return {s.name: 1.0 for s in manifest.sources}
+    total_weight = sum(mixture.weights.values())
+    component = {}
+    for s in manifest.sources:
+        keys = [f"{s.name}:{s.lang}", s.name, f"{s.kind}:{s.lang}", s.kind]
+        component[s.name] = next((k for k in keys if k in mixture.weights), None)
+    available: dict[str, float] = {}
+    for s in manifest.sources:
+        key = component[s.name]
+        if key is not None:
+            tokens = bytes_by_source.get(s.name, 0) * KEPT_SHARE[s.kind] / TOKEN_BYTES
+            available[key] = available.get(key, 0.0) + tokens
+    fractions = {}
+    for s in manifest.sources:
+        key = component[s.name]
+        if key is None or not available.get(key):
+            fractions[s.name] = 1.0
+            continue
+        target = mixture.total_tokens * mixture.weights[key] / total_weight
+        # the pilot reads at least its share of every source
+        fractions[s.name] = min(1.0, max(PILOT_SHARE, target * (1 + mixture.read_margin)
+                                         / available[key]))
+    return fractions
+
+
 def nodes_for_a_day(costs: list[StageCost], cores_per_node: int, hours: float = 24) -> int:
     return max(1, math.ceil(sum(c.core_hours for c in costs) / (cores_per_node * hours)))
+
+
+@dataclass(frozen=True)
+class EarlierReads:
+    """What deduplicating against one earlier run reads of its index."""
+
+    stage: str
+    run: str
+    docs: int
+    bytes_read: int
+    """Read in full, once per run: the exact hashes, or the MinHash band buckets."""
+    bytes_candidates: int
+    """Read only in part, by row groups holding candidates: ids and shingle sets (an
+    upper bound: all of them)."""
+
+
+def _folder_bytes(folder: str) -> int:
+    from lemur_data.stages import storage
+
+    fs, local = storage.filesystem(folder)
+    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
+
+
+def earlier_reads(manifest: Manifest) -> list[EarlierReads]:
+    """The extra reads of the dedup stages' `against` runs (their index sizes)."""
+    from lemur_data.stages import storage
+    from lemur_data.stages.incremental.index import IndexFiles, read_index
+
+    out = []
+    for spec in manifest.stage_specs:
+        for run in getattr(spec.params, "against", None) or []:
+            root = IndexFiles(run).root
+            section = "exact" if spec.name == "exact_dedup" else "minhash"
+            docs = int((read_index(run).get(section) or {}).get("docs", 0))
+            if section == "exact":
+                full, partial = _folder_bytes(storage.join(root, "exact")), 0
+            else:
+                full = _folder_bytes(storage.join(root, "minhash", "bands"))
+                partial = (_folder_bytes(storage.join(root, "minhash", "docs"))
+                           + _folder_bytes(storage.join(root, "minhash", "shingles")))
+            out.append(EarlierReads(spec.name, run, docs, full, partial))
+    return out

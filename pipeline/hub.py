@@ -11,6 +11,7 @@ rerun re-sends only what the Hub does not hold, as uploads are content-addressed
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -22,6 +23,7 @@ from fsspec.implementations.local import LocalFileSystem
 from rich.console import Console
 
 from lemur_data.pipeline.card import Include, render_card
+from lemur_data.pipeline.public import public_text
 from lemur_data.stages import storage
 
 Progress = Literal["bar", "log", "none", "auto"]
@@ -42,7 +44,7 @@ class NotARunError(PushError):
 @dataclass(frozen=True)
 class RepoFile:
     path_in_repo: str
-    local: str  # empty for files rendered at push time (the card, data_args.txt)
+    local: str  # empty for files rendered at push time (the card, the rewritten copies)
     size: int
     content: bytes | None = None
 
@@ -68,7 +70,13 @@ def plan_files(run_dir: str, include: Include, card: bytes) -> list[RepoFile]:
     files = [RepoFile("README.md", "", len(card), card)]
     for name in ("stats.json", "timings.json", "manifest.json", "report.html"):
         if (root / name).is_file():
-            files.append(RepoFile(name, str(root / name), (root / name).stat().st_size))
+            text = (root / name).read_text()
+            if name == "manifest.json":  # the resolved values are what public_text hides
+                record = json.loads(text)
+                record.pop("expansions", None)
+                text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            public = public_text(text, run_dir).encode()
+            files.append(RepoFile(name, "", len(public), public))
     for png in sorted((root / "plots").glob("*.png")):
         files.append(RepoFile(f"plots/{png.name}", str(png), png.stat().st_size))
     stats = storage.read_json(str(root / "stats.json"))
@@ -94,11 +102,22 @@ def plan_files(run_dir: str, include: Include, card: bytes) -> list[RepoFile]:
 def relative_data_args(text: str, folder: str) -> bytes:
     """data_args.txt names the shards by absolute local path; in the repo, by `megatron/...`.
 
-    Megatron resolves them against its working folder: run it from the downloaded repo.
+    Every shard sits in `folder`, so each line becomes `weight megatron/<name>` whatever
+    form of the folder the build wrote (a symlink, `..`, another mount): the local path
+    never leaves the machine. Megatron resolves them against its working folder: run it
+    from the downloaded repo.
     """
-    prefix = folder.rstrip("/") + "/"
-    return "".join(line.replace(f" {prefix}", " megatron/") + "\n"
-                   for line in text.splitlines()).encode()
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        weight, _, prefix = line.strip().partition(" ")
+        name = prefix.strip().rstrip("/").rsplit("/", 1)[-1]
+        if not (Path(folder) / f"{name}.bin").is_file():
+            raise PushError(f"{folder}/data_args.txt line {number}: no shard {name}.bin in "
+                            f"{folder}")
+        lines.append(f"{weight} megatron/{name}\n")
+    return "".join(lines).encode()
 
 
 def card_for(run_dir: str, include: Include) -> bytes:
@@ -112,8 +131,8 @@ def card_for(run_dir: str, include: Include) -> bytes:
     order = ["waterfall", "mixture", "tokens_by_language", "lengths", "cluster_sizes",
              "syntax_errors"]
     plots.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
-    return str(render_card(stats, record["manifest"], manifest_yaml(run_dir), plots,
-                           include)).encode()
+    card = render_card(stats, record["manifest"], manifest_yaml(run_dir), plots, include)
+    return public_text(str(card), run_dir).encode()
 
 
 def resolve_token(token: str | None = None) -> str:

@@ -24,10 +24,15 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
 )
 
 from lemur_data.pipeline.launch.plan import TrainConfig
@@ -97,6 +102,24 @@ class MixtureSpec(Strict):
     total_tokens: PositiveFloat
     weights: dict[str, PositiveFloat]
     """By kind (code, text) or by source name; per-language with `code:Python`."""
+    read: Literal["all", "needed"] = "all"
+    """`needed`: read only the seeded prefix of each source's units that the mixture
+    will use (pipeline/budget.py); `all`: every unit of every source."""
+    read_margin: NonNegativeFloat = 0.15
+    """With read: needed, read for target x (1 + margin) expected kept tokens."""
+    pilot_units: PositiveInt = 4
+    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+
+    @model_serializer(mode="wrap")
+    def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
+                                 info: SerializationInfo) -> dict[str, Any]:
+        # With read: all the budget keys change nothing: leaving them out keeps the
+        # fingerprint and manifest.json of a run byte-identical to before they existed.
+        data = handler(self)
+        if self.read == "all":
+            for key in ("read", "read_margin", "pilot_units"):
+                data.pop(key, None)
+        return data
 
 
 class MegatronOutputSpec(Strict):
@@ -123,6 +146,13 @@ class Manifest(Strict):
     mixture: MixtureSpec | None = None
     output: OutputSpec | None = None
     train: TrainSpec | None = None
+    _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
+    """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
+    published files write back in place of the value (pipeline/public.py)."""
+
+    @property
+    def expansions(self) -> dict[str, str]:
+        return dict(self._expansions)
 
     def source(self, name: str) -> SourceSpec:
         return next(s for s in self.sources if s.name == name)
@@ -164,28 +194,61 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        text = Path(path).read_text()
+        duplicates = _duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader))
+        raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ManifestError(where, ["file not found"]) from None
+    except IsADirectoryError:
+        raise ManifestError(where, ["is a folder; give the manifest's YAML file"]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ManifestError(where, [f"cannot be read: {error}"]) from None
     except yaml.YAMLError as error:
         raise ManifestError(where, [f"not valid YAML: {error}"]) from None
+    if duplicates:
+        raise ManifestError(where, duplicates)
     if not isinstance(raw, dict):
         raise ManifestError(where, ["top level must be a mapping of keys (name, sources, ...)"])
     return parse_manifest(raw, where, Path(path).resolve().parent)
+
+
+def _duplicate_keys(node: yaml.Node | None, path: str = "") -> list[str]:
+    """`key.path: duplicate key` for each mapping key given twice. YAML loaders keep the
+    last silently, so a second `stages:` would drop the first without a word."""
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            where = f"{path}.{name}" if path else str(name)
+            if name is not None and name in first:
+                problems.append(f"{where}: duplicate key (lines {first[name]} and "
+                                f"{key.start_mark.line + 1}); give each key once")
+            elif name is not None:
+                first[name] = key.start_mark.line + 1
+            problems += _duplicate_keys(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            problems += _duplicate_keys(item, f"{path}[{i}]")
+    return problems
 
 
 def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
                    base_dir: Path | None = None) -> Manifest:
     base_dir = base_dir or Path.cwd()
     problems: list[str] = []
-    raw = _expand_paths(raw, base_dir, problems)
+    expansions: dict[str, str] = {}
+    raw = _expand_paths(raw, base_dir, problems, expansions)
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
-        raise ManifestError(where, problems + _describe(error)) from None
-    problems += _check_stages(manifest) + _check_references(manifest)
+        # the stages' own parameters too, so every error shows in one pass
+        stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
+        raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
+    problems += _check_stages(manifest.stages) + _check_references(manifest)
     if problems:
         raise ManifestError(where, problems)
+    manifest._expansions.update(expansions)
     return manifest
 
 
@@ -222,9 +285,12 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _check_stages(manifest: Manifest) -> list[str]:
+def _check_stages(stages: list[Any]) -> list[str]:
     problems = []
-    for i, entry in enumerate(manifest.stages):
+    for i, entry in enumerate(stages):
+        if not isinstance(entry, dict) or not all(
+                isinstance(p, dict | None) for p in entry.values()):
+            continue  # the schema's own error names it
         if len(entry) != 1:
             problems.append(f"stages[{i}]: each stage is a mapping of one name to its "
                             f"parameters (got keys {sorted(entry)})")
@@ -255,7 +321,7 @@ def _check_references(manifest: Manifest) -> list[str]:
         problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:
         for key in manifest.mixture.weights:
-            base = key.split(":", 1)[0]
+            base = key.removesuffix("@repo").split(":", 1)[0]  # @repo: repository documents
             if base not in ("code", "text") and base not in names:
                 problems.append(f"mixture.weights.{key}: not a kind (code, text) or a source "
                                 f"name ({names})")
@@ -264,10 +330,11 @@ def _check_references(manifest: Manifest) -> list[str]:
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
 # Keys whose string values are paths, wherever they sit (`model`: langid's fastText file;
-# no other manifest key is named `model`). hf_dataset's `path` is a Hub id or a builder
-# name unless `from_disk` is set, so it is expanded only then (see _is_saved_dataset).
+# no other manifest key is named `model`; `against`: the dedup stages' earlier run
+# folders). hf_dataset's `path` is a Hub id or a builder name unless `from_disk` is set,
+# so it is expanded only then (see _is_saved_dataset).
 _PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save",
-              "model"}
+              "model", "against"}
 
 
 def _is_saved_dataset(node: dict[str, Any]) -> bool:
@@ -281,9 +348,14 @@ def placeholders(base_dir: Path) -> dict[str, str]:
             "manifest_dir": str(base_dir)}
 
 
-def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> dict[str, Any]:
-    """Expand placeholders and make relative local paths absolute, in path-like keys."""
+def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str],
+                  expansions: dict[str, str] | None = None) -> dict[str, Any]:
+    """Expand placeholders and make relative local paths absolute, in path-like keys.
+
+    `expansions` collects each placeholder used (and {manifest_dir} for a relative path)
+    with its value."""
     known = placeholders(base_dir)
+    used = expansions if expansions is not None else {}
 
     def expand(value: str, where: str) -> str:
         def sub(match: re.Match[str]) -> str:
@@ -291,15 +363,18 @@ def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str]) -> d
             if env is not None:
                 if env not in os.environ:
                     problems.append(f"{where}: environment variable ${{{env}}} is not set")
+                used[match.group(0)] = os.environ.get(env, "")
                 return os.environ.get(env, "")
             if name not in known:
                 problems.append(f"{where}: unknown placeholder {{{name}}}; "
                                 f"known: {sorted(known)}")
                 return match.group(0)
+            used[match.group(0)] = known[name]
             return known[name]
 
         value = _PLACEHOLDER.sub(sub, value)
         if "://" not in value and not os.path.isabs(value):
+            used["{manifest_dir}"] = str(base_dir)
             value = str(base_dir / value)
         return value
 

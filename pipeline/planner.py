@@ -4,6 +4,11 @@ Input units come from listing the sources (never from the number of workers),
 so the shards, their ids and every output path are fixed before anything runs.
 Consecutive document stages fuse into one step; a global stage ends the step
 before it, runs its own phases, and its applier opens the next step.
+
+With `mixture.read: needed` a run goes in rounds over growing prefixes of the
+input units (pipeline/budget.py): the first step reads each unit on its own, so
+its shards and markers are shared by every round; every later step depends on
+global decisions over everything read, so it lives under `rounds/<r>/`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ class RunLayout:
     def markers(self, step: str) -> str:
         return self.path("markers", step)
 
+    def scoped(self, scope: str, *parts: str) -> str:
+        """`parts` below `scope` (a round's folder), or below the run folder."""
+        return self.path(scope, *parts) if scope else self.path(*parts)
+
 
 @dataclass
 class Step:
@@ -53,6 +62,8 @@ class Step:
     removed_dir: str = ""
     global_stage: GlobalStage | None = None
     global_ctx: GlobalContext | None = None
+    markers: str = ""
+    """Folder of the step's completion markers (a global step: one subfolder per phase)."""
 
 
 @dataclass
@@ -71,8 +82,14 @@ def list_units(manifest: Manifest) -> dict[str, list[InputUnit]]:
 
 
 def plan_run(manifest: Manifest, run_dir: str,
-             units: dict[str, list[InputUnit]] | None = None) -> RunPlan:
-    """The run's steps; `units` (from `list_units`) may be given to avoid listing twice."""
+             units: dict[str, list[InputUnit]] | None = None, scope: str = "",
+             documents_only: bool = False) -> RunPlan:
+    """The run's steps; `units` (from `list_units`) may be given to avoid listing twice.
+
+    `scope` (a round's folder, `rounds/<r>`) holds every step after the first, which
+    reads the input units themselves and so stays at the top of the run folder.
+    `documents_only` (a `read: needed` pilot) leaves the global stages out but for the
+    mix: the first step is the same, then every other document stage in one step."""
     layout = RunLayout(run_dir)
     units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
@@ -88,7 +105,9 @@ def plan_run(manifest: Manifest, run_dir: str,
     def close_group(last: bool = False) -> None:
         nonlocal inputs, pending, names, number
         label = f"{number:02d}-{'+'.join(names)}"
-        out_dir, removed_dir = layout.path("stages", label), layout.path("removed", label)
+        where = scope if plan.steps else ""
+        out_dir = layout.scoped(where, "stages", label)
+        removed_dir = layout.scoped(where, "removed", label)
         tasks = []
         outputs = {}
         for shard_id, source in inputs.items():
@@ -100,21 +119,27 @@ def plan_run(manifest: Manifest, run_dir: str,
             tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
         phase = Phase(label, tasks, largest([s.params.resources for s in pending]))
-        plan.steps.append(Step(label, "documents", names, [phase], out_dir, removed_dir))
+        plan.steps.append(Step(label, "documents", names, [phase], out_dir, removed_dir,
+                               markers=layout.scoped(where, "markers", label)))
         inputs, pending, names, number = dict(outputs), [], [], number + 1
 
     for spec in manifest.stage_specs:
         cls = STAGES[spec.name]
         if issubclass(cls, GlobalStage):
+            if documents_only:
+                if not plan.steps:
+                    close_group()  # the shared first step ends where it always does
+                continue
             close_group()
             label = f"{number:02d}-{spec.name}"
             stage = cls(spec.params)
-            ctx = GlobalContext(run_dir, layout.path("work", label),
+            ctx = GlobalContext(run_dir, layout.scoped(scope, "work", label),
                                 {k: v for k, v in inputs.items() if isinstance(v, str)},
                                 manifest.seed, 0)
             phases = [replace(p, resources=spec.params.resources) for p in stage.phases(ctx)]
             plan.steps.append(Step(label, "global", [spec.name], phases,
-                                   global_stage=stage, global_ctx=ctx))
+                                   global_stage=stage, global_ctx=ctx,
+                                   markers=layout.scoped(scope, "markers", label)))
             number += 1
             pending.append(stage.applier(ctx))
             names.append(spec.name)
@@ -131,10 +156,11 @@ def plan_run(manifest: Manifest, run_dir: str,
     mix = _mix_stage(manifest, layout)
     if mix is not None:
         label = f"{number:02d}-{mix.name}"
-        ctx = GlobalContext(run_dir, layout.path("work", label), dict(plan.output_shards),
-                            manifest.seed, 0)
+        ctx = GlobalContext(run_dir, layout.scoped(scope, "work", label),
+                            dict(plan.output_shards), manifest.seed, 0)
         plan.steps.append(Step(label, "global", [mix.name], mix.phases(ctx),
-                               global_stage=mix, global_ctx=ctx))
+                               global_stage=mix, global_ctx=ctx,
+                               markers=layout.scoped(scope, "markers", label)))
     return plan
 
 

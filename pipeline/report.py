@@ -145,6 +145,31 @@ def _stage_section(stage: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def read_rows(stats: dict[str, Any]) -> list[list[Any]]:
+    """Per source, with `read: needed`: what share of it the run read, and the yields."""
+    read = stats.get("read") or {}
+    return [[name, f"{s['fraction_read']:.1%}", f"{s['units_read']} of {s['units']}",
+             s["bytes_read"], s["bytes_not_read"], s["pilot_yield_tokens_per_byte"],
+             s["realized_yield_tokens_per_byte"]]
+            for name, s in (read.get("sources") or {}).items()]
+
+
+READ_HEADERS = ["source", "share read", "units read", "bytes read", "bytes not read (hint)",
+                "pilot tokens/byte", "realized tokens/byte"]
+
+
+def _read_section(stats: dict[str, Any]) -> str:
+    read = stats.get("read")
+    if not read:
+        return ""
+    return "\n".join([
+        "<h2 id='read'>Input read</h2>",
+        f"<p>mixture.read: needed: {read['rounds']} round(s); each source read up to the "
+        f"prefix its mixture components need (margin {read['read_margin']:.0%}). Units "
+        "not read are not counted as removed.</p>",
+        table(READ_HEADERS, read_rows(stats), "read")])
+
+
 def _mixture_section(stats: dict[str, Any]) -> str:
     mix = stats.get("mixture")
     if not mix:
@@ -210,7 +235,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
         table(["source", "docs", "bytes"], by_source, "output-sources"),
         table(["language", "docs", "bytes"], [(lang, c["docs"], c["bytes"]) for lang, c in by_lang],
               "output-langs"),
-        _profile_section(stats), _mixture_section(stats),
+        _profile_section(stats), _read_section(stats), _mixture_section(stats),
         "<h2 id='stage-details'>Stage details</h2>",
         *[_stage_section(s) for s in stats.get("stages") or []],
         "<h2 id='checks'>Checks</h2>",
@@ -238,6 +263,7 @@ def manifest_yaml(run_dir: str) -> str:
 def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
     """plots/*.png, report.html and README.md (the card) from stats.json; their paths."""
     from lemur_data.pipeline.card import write_card
+    from lemur_data.pipeline.public import public_text
 
     stats = stats or storage.read_json(storage.join(run_dir, "stats.json"))
     # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
@@ -250,7 +276,8 @@ def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[st
         written.append(path)
     text = manifest_yaml(run_dir)
     report = storage.join(run_dir, "report.html")
-    storage.write_bytes_atomic(report, render_report(stats, plots, text).encode())
+    page = public_text(render_report(stats, plots, text), run_dir)  # it is published
+    storage.write_bytes_atomic(report, page.encode())
     written.append(report)
     written.append(write_card(run_dir, stats, [p.name for p in plots], text))
     return written

@@ -37,6 +37,12 @@ def print_summary(stats: dict[str, Any], run_dir: str, seconds: float, console: 
     out = stats["output"]
     console.print(f"kept {out['docs']:,} of {stats['input']['docs']:,} documents "
                   f"({_mb(out['bytes'])} of {_mb(stats['input']['bytes'])} MB) in {seconds:.0f} s")
+    read = stats.get("read")
+    if read:  # mixture.read: needed: what share of each source the mix needed
+        shares = ", ".join(f"{name} {s['fraction_read']:.0%}"
+                           for name, s in read["sources"].items())
+        console.print(f"read (mixture.read: needed, {read['rounds']} rounds): {shares}",
+                      highlight=False, soft_wrap=True)
     run = run_dir.rstrip("/")
     console.print(f"output: {run}/{out['dir']}/  removed: {run}/removed/  "
                   f"stats: {run}/stats.json", highlight=False, soft_wrap=True)

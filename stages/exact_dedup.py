@@ -3,7 +3,13 @@
 Phases: `hash` (per shard: content hash, partitioned by hash), `decide` (per
 partition: keep the best copy of each hash), then the applier removes the rest
 shard by shard. Memory per task is one partition's hashes, never the corpus.
-Which copy survives is fixed: most stars, then a known license, then smallest id.
+Which copy survives: `keep_order` (stages/keeper.py): most stars, then a known
+licence, then smallest id; or The Stack v2's licence-class-first order.
+
+With `against: [runs...]`, a decide task first reads the same hash partition of each
+earlier run's index (stages/incremental/): every document whose hash an earlier run
+kept is removed as `duplicate_of_earlier` (the earlier copy has shipped, so it wins
+whatever its stars); the rest are deduplicated among themselves as above.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from lemur_data.stages.base import (
     Task,
     in_scope,
 )
+from lemur_data.stages.incremental.index import EXACT_KEYS, Earlier, earlier_runs
+from lemur_data.stages.keeper import KeepOrder, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):
@@ -37,6 +45,26 @@ class ExactDedupParams(StageParams):
     """`whitespace` collapses runs of whitespace before hashing."""
     partitions: PositiveInt = 8
     """Hash partitions; memory per decide task is about corpus hashes / partitions."""
+    keep_order: KeepOrder = "stars"
+    """Which copy survives: `stars` (most stars, then a known licence, then smallest id)
+    or `stack-v2` (permissive > no licence > non-permissive, then stars, then id)."""
+    against: list[str] = []
+    """Earlier finished run folders (local or fsspec): documents whose text one of them
+    kept are removed as `duplicate_of_earlier`. Each needs a dedup index (`index: true`
+    there, or `lemur-data index --run-dir RUN`)."""
+    index: bool = False
+    """Write this run's dedup index (`<run>/index/`) when the run ends, so later runs can
+    deduplicate against it."""
+
+
+def hash_file(work_dir: str, shard: str, part: int) -> str:
+    """The hash phase's output: (hash, id, stars, license_rank) of one shard's partition."""
+    return storage.join(work_dir, "hashes", shard, f"part-{part:04d}.parquet")
+
+
+def hash_partition(hashes: pl.Expr, partitions: int) -> pl.Expr:
+    """Which partition a hex hash falls in: its first 32 bits modulo `partitions`."""
+    return hashes.str.slice(0, 8).str.to_integer(base=16) % partitions
 
 
 def content_hashes(text: pa.ChunkedArray | pa.Array, normalize: str) -> list[str]:
@@ -52,6 +80,7 @@ class HashShard:
     normalize: str
     partitions: int
     scope: StageParams | None = None
+    keep_order: KeepOrder = "stars"
 
     def __call__(self) -> dict[str, Any]:
         table = storage.read_parquet(self.shard_path,
@@ -63,13 +92,10 @@ class HashShard:
             "hash": hashes,
             "id": table.column("id").to_pylist(),
             "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
-            "licensed": pc.fill_null(pc.not_equal(table.column("license"), "unknown"),
-                                     False).to_pylist(),
+            "license_rank": license_ranks(table.column("license"), self.keep_order).to_pylist(),
         }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
-                   "licensed": pl.Boolean})
-        frame = frame.with_columns(
-            (pl.col("hash").str.slice(0, 8).str.to_integer(base=16) % self.partitions)
-            .alias("part"))
+                   "license_rank": pl.Int8})
+        frame = frame.with_columns(hash_partition(pl.col("hash"), self.partitions).alias("part"))
         for part in range(self.partitions):
             rows = frame.filter(pl.col("part") == part).drop("part").to_arrow()
             storage.write_parquet_atomic(storage.join(self.out_dir, f"part-{part:04d}.parquet"),
@@ -82,6 +108,10 @@ class DecidePartition:
     inputs: list[str]
     out_path: str
     shard_of: dict[str, str]  # hash-input folder -> shard id
+    keep_order: KeepOrder = "stars"
+    part: int = 0
+    partitions: int = 1
+    earlier: tuple[Earlier, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
         frames = [pl.from_arrow(storage.read_parquet(path)).with_columns(
@@ -89,21 +119,41 @@ class DecidePartition:
                   for path in self.inputs]
         frame = pl.concat(frames) if frames else pl.DataFrame()
         if frame.is_empty():
-            storage.write_parquet_atomic(self.out_path, _empty_drops())
+            storage.write_parquet_atomic(self.out_path, DROPS_SCHEMA.empty_table())
             return {"duplicates": 0}
-        ranked = frame.sort(["hash", "stars", "licensed", "id"],
-                            descending=[False, True, True, False])
+        decided = []
+        for run in self.earlier:
+            kept = self._earlier_hashes(run)
+            hits = frame.join(kept, on="hash", how="inner")
+            decided.append(hits.select("shard", "id", "kept_id",
+                                       pl.lit(run.run).alias("earlier")))
+            frame = frame.join(kept, on="hash", how="anti")
+        by, descending = sort_keys("hash", self.keep_order)
+        ranked = frame.sort(by, descending=descending)
         keeper = ranked.group_by("hash", maintain_order=True).agg(pl.col("id").first()
                                                                   .alias("kept_id"))
         drops = (ranked.join(keeper, on="hash").filter(pl.col("id") != pl.col("kept_id"))
-                 .select("shard", "id", "kept_id").sort(["shard", "id"]))
-        storage.write_parquet_atomic(self.out_path, drops.to_arrow().cast(_empty_drops().schema))
-        return {"duplicates": drops.height}
+                 .select("shard", "id", "kept_id", pl.lit(None, pl.String).alias("earlier")))
+        drops = pl.concat([*decided, drops]).sort(["shard", "id"])
+        storage.write_parquet_atomic(self.out_path, drops.to_arrow().cast(DROPS_SCHEMA))
+        return {"duplicates": drops.height,
+                "of_earlier": sum(d.height for d in decided)}
+
+    def _earlier_hashes(self, run: Earlier) -> pl.DataFrame:
+        """(hash, kept_id) of the earlier run's kept documents in this partition."""
+        parts = [storage.read_parquet(run.files.exact(q))
+                 for q in run.parts_for(self.part, self.partitions)]
+        kept = pl.from_arrow(pa.concat_tables(parts))
+        assert isinstance(kept, pl.DataFrame)
+        # One copy per hash (an earlier run keeps one, but two earlier scopes could not)
+        return (kept.filter(hash_partition(pl.col("hash"), self.partitions) == self.part)
+                .sort(["hash", "id"]).unique("hash", keep="first", maintain_order=True)
+                .rename({"id": "kept_id"}))
 
 
-def _empty_drops() -> pa.Table:
-    return pa.schema([("shard", pa.string()), ("id", pa.string()),
-                      ("kept_id", pa.string())]).empty_table()
+DROPS_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()), ("kept_id", pa.string()),
+                          ("earlier", pa.string())])
+"""`earlier`: the earlier run whose kept copy this document duplicates (null: this run's)."""
 
 
 class ExactDedupApplier(DocumentStage[ExactDedupParams]):
@@ -120,12 +170,20 @@ class ExactDedupApplier(DocumentStage[ExactDedupParams]):
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         files = storage.list_files(self.decisions_dir, ".parquet")
         drops = ds.dataset(files, format="parquet").to_table(
-            filter=ds.field("shard") == ctx.shard_id, columns=["id", "kept_id"])
-        kept_of = dict(zip(drops.column("id").to_pylist(), drops.column("kept_id").to_pylist(),
-                           strict=True))
-        ids = docs.column("id").to_pylist()
-        reasons = ["duplicate" if i in kept_of else None for i in ids]
-        details = [f"duplicate of {kept_of[i]}" if i in kept_of else None for i in ids]
+            filter=ds.field("shard") == ctx.shard_id, columns=["id", "kept_id", "earlier"])
+        decided = {row["id"]: row for row in drops.to_pylist()}
+        reasons, details = [], []
+        for doc_id in docs.column("id").to_pylist():
+            row = decided.get(doc_id)
+            if row is None:
+                reasons.append(None)
+                details.append(None)
+            elif row["earlier"] is None:
+                reasons.append("duplicate")
+                details.append(f"duplicate of {row['kept_id']}")
+            else:
+                reasons.append("duplicate_of_earlier")
+                details.append(f"duplicate of {row['kept_id']} in earlier run {row['earlier']}")
         return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
 
@@ -136,21 +194,37 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p = self.params
         hash_dir = storage.join(ctx.work_dir, "hashes")
-        parts = [f"part-{part:04d}.parquet" for part in range(p.partitions)]
         hashing = Phase("hash", [
             Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions,
-                                  p),
-                 tuple(storage.join(hash_dir, shard, name) for name in parts))
+                                  p, p.keep_order),
+                 tuple(hash_file(ctx.work_dir, shard, part) for part in range(p.partitions)))
             for shard, path in ctx.input_shards.items()])
         shard_of = {shard: shard for shard in ctx.input_shards}
+        earlier = tuple(self.earlier())
         deciding = Phase("decide", [
             Task(f"part-{part:04d}", DecidePartition(
-                [storage.join(hash_dir, shard, f"part-{part:04d}.parquet")
-                 for shard in ctx.input_shards],
-                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of),
+                [hash_file(ctx.work_dir, shard, part) for shard in ctx.input_shards],
+                storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"), shard_of,
+                p.keep_order, part, p.partitions, earlier),
                  (storage.join(ctx.work_dir, "decisions", f"part-{part:04d}.parquet"),))
             for part in range(p.partitions)])
         return [hashing, deciding]
+
+    def earlier(self) -> list[Earlier]:
+        """The `against` runs, checked: refused if an index is missing or its parameters
+        differ (EarlierRunError)."""
+        p = self.params
+        return earlier_runs(p.against, "exact", {k: getattr(p, k) for k in EXACT_KEYS})
+
+    def summary(self, ctx: GlobalContext) -> dict[str, Any]:
+        """How many documents each earlier run removed (read from the decisions)."""
+        if not self.params.against:
+            return {}
+        files = storage.list_files(storage.join(ctx.work_dir, "decisions"), ".parquet")
+        tables = [storage.read_parquet(f, ["earlier"]) for f in files]
+        runs = pa.concat_tables(tables).column("earlier").to_pylist() if tables else []
+        return {"against": [{"run": run, "removed": runs.count(run)}
+                            for run in self.params.against]}
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
         return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))  # type: ignore[arg-type]

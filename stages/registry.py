@@ -43,6 +43,12 @@ STAGE_INFO: dict[str, StageInfo] = {
     "ingest": StageInfo(
         None, "reads every source; removes empty, undecodable and over-large "
         "documents", (40.0, 40.0), listed=False),
+    "notebooks": StageInfo(
+        "notebooks:Notebooks", "Jupyter notebooks as scripts of their language (jupytext) or "
+        "StarCoder2's structured text; outputs and images dropped", (6.0, 1000.0)),
+    "licenses": StageInfo(
+        "licenses:Licenses", "keeps documents by licence: an SPDX allow-list (or `permissive`) "
+        "or a deny-list", (1000.0, 1000.0)),
     "langid": StageInfo(
         "langid:LangId", "language identification (fastText lid.176 for text, file-type "
         "table for code)", (500.0, 6.2)),
@@ -58,6 +64,9 @@ STAGE_INFO: dict[str, StageInfo] = {
     "minhash": StageInfo(
         "minhash.stage:MinHash", "MinHash LSH near-deduplication: one document per cluster "
         "survives", (20.0, 20.0), is_global=True),
+    "repo_context": StageInfo(
+        "repo_context:RepoContext", "joins each repository's kept files into repository "
+        "documents (dependency order, StarCoder2 format)", (20.0, 20.0), is_global=True),
     "decontaminate": StageInfo(
         "decontaminate.stage:Decontaminate", "removes documents overlapping evaluation "
         "benchmarks", (4.5, 4.5)),

@@ -8,6 +8,7 @@ so a killed task leaves either the old state or the complete new file.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -109,17 +110,42 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
     parent = p.rsplit("/", 1)[0]
     fs.makedirs(parent, exist_ok=True)
     tmp = f"{parent}/.tmp-{uuid.uuid4().hex}-{p.rsplit('/', 1)[-1]}"
-    with fs.open(tmp, "wb") as handle:
-        handle.write(data)
+    try:
+        with fs.open(tmp, "wb") as handle:
+            handle.write(data)
+    except OSError as error:
+        # A full disk says only "[Errno 28] No space left on device": name the file, and
+        # drop the partial temporary so it does not hold the space.
+        with contextlib.suppress(OSError):
+            fs.rm(tmp)
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, f"{error.strerror} (writing {len(data):,} bytes)",
+                      path) from error
     if isinstance(fs, LocalFileSystem):
         os.replace(tmp, p)
     else:
         fs.mv(tmp, p)
 
 
-def write_parquet_atomic(path: str, table: pa.Table) -> None:
+def write_parquet_atomic(path: str, table: pa.Table, **overrides: Any) -> None:
+    """`overrides` replace writer options, e.g. `compression="lz4"` for a work file
+    that is written and read once (zstd costs more there than it saves)."""
     sink = io.BytesIO()
-    pq.write_table(table, sink, **_options_for(table))
+    pq.write_table(table, sink, **{**_options_for(table), **overrides})
+    write_bytes_atomic(path, sink.getvalue())
+
+
+def write_parquet_groups_atomic(path: str, tables: list[pa.Table], schema: pa.Schema,
+                                **overrides: Any) -> None:
+    """One row group per table, so a reader filtering on a column that is constant per
+    group (a shard id) skips the others by their statistics."""
+    sink = io.BytesIO()
+    options = {k: v for k, v in {**_options_for(schema.empty_table()), **overrides}.items()
+               if k != "row_group_size"}
+    with pq.ParquetWriter(sink, schema, **options) as writer:
+        for table in tables:
+            writer.write_table(table.cast(schema), row_group_size=max(table.num_rows, 1))
     write_bytes_atomic(path, sink.getvalue())
 
 
@@ -143,6 +169,12 @@ def read_json(path: str) -> Any:
 def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
     fs, p = filesystem(path)
     return pq.read_table(p, filesystem=fs, columns=columns)
+
+
+def parquet_columns(path: str) -> list[str]:
+    """Column names of a parquet file, from its footer only."""
+    fs, p = filesystem(path)
+    return pq.read_schema(p, filesystem=fs).names
 
 
 def remove_temporaries(folder: str) -> int:

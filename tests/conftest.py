@@ -13,7 +13,6 @@ import yaml
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])
-INCLUDE = Path(sysconfig.get_paths()["include"])
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -48,3 +48,39 @@ def write_jsonl(path: Path, records: list[dict], compress: str | None = None) ->
 
         data = zstandard.ZstdCompressor().compress(data)
     path.write_bytes(data)
+
+
+def prose_sentences() -> list[str]:
+    """Real English sentences: help() topics and the docstrings of stdlib modules."""
+    import importlib
+    import re
+
+    texts = prose_paragraphs()
+    for name in ("argparse", "asyncio", "collections", "csv", "dataclasses", "datetime",
+                 "decimal", "email", "functools", "http.client", "json", "logging", "os",
+                 "pathlib", "random", "re", "shutil", "socket", "sqlite3", "statistics",
+                 "string", "subprocess", "tarfile", "textwrap", "threading",
+                 "unittest", "urllib.parse", "uuid", "zipfile"):
+        module = importlib.import_module(name)
+        docs = [getattr(getattr(module, attr), "__doc__", None) for attr in sorted(dir(module))
+                if not attr.startswith("_")]
+        texts += [doc for doc in [module.__doc__, *docs] if isinstance(doc, str)]
+    sentences: set[str] = set()
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+            # prose, not signatures or code: several words, mostly letters
+            words = sentence.split()
+            if 6 <= len(words) <= 60 and sum(w.isalpha() for w in words) >= 0.7 * len(words):
+                sentences.add(sentence)
+    return sorted(sentences)
+
+
+def perturbed_prose(count: int, seed: int, sentences: int = 12) -> list[str]:
+    """`count` documents of real sentences in a seeded draw: each one a new paragraph
+    of `sentences` sentences sampled from the real pool, so no two are (near-)duplicates
+    while every sentence is real English."""
+    import random
+
+    pool = prose_sentences()
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(pool, sentences)) for _ in range(count)]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -45,7 +47,9 @@ def test_every_kind_of_bad_input_is_quarantined_and_counted(ray_session, tmp_pat
     # a source tree with a binary file, a latin-1 file, an empty file, an oversize file
     tree = tmp_path / "tree"
     shutil.copytree(STDLIB / "json", tree / "json", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(next(PURELIB.rglob("*.so")), tree / "native.so.py")
+    # a venv without its own packages has no .so in purelib; the stdlib's are as real
+    native = next(PURELIB.rglob("*.so"), None) or next((STDLIB / "lib-dynload").glob("*.so"))
+    shutil.copy(native, tree / "native.so.py")
     text = (STDLIB / "calendar.py").read_text()
     (tree / "latin1.py").write_bytes(("# Übersetzung: café\n" + text).encode("latin-1"))
     (tree / "empty.py").write_text("")
@@ -160,3 +164,133 @@ def test_a_file_that_vanishes_after_planning_is_quarantined(tmp_path: Path) -> N
     row = next(r for r in table.to_pylist() if r["path"] == "decoder.py")
     assert row["reason"] == "unreadable_file" and "decoder.py" in row["detail"]
     assert table.num_rows == unit.docs_hint
+
+
+def test_lone_surrogates_and_non_utf8_names_are_quarantined(ray_session, tmp_path: Path) -> None:
+    """A JSON `\\ud800` (text or path) or a file named with latin-1 bytes: one quarantine
+    record naming the file and line; the file's other documents are kept."""
+    sources = stdlib_files("email", limit=6)
+    records = [{"content": f.read_text(), "path": f.name} for f in sources]
+    lines = [json.dumps(r) for r in records]
+    # json.dumps writes a real surrogate as the escape "\ud800": what the dumps contain
+    lines[1] = json.dumps({"content": records[1]["content"] + "\ud800", "path": "lone.py"})
+    lines[3] = json.dumps({"content": records[3]["content"], "path": "\udc80bad.py"})
+    (tmp_path / "stack.jsonl").write_text("\n".join(lines) + "\n")
+    tree = tmp_path / "tree"
+    shutil.copytree(STDLIB / "json", tree, ignore=shutil.ignore_patterns("__pycache__"))
+    latin1 = bytes(tree) + b"/caf\xe9.py"
+    with open(latin1, "wb") as handle:
+        handle.write((STDLIB / "calendar.py").read_bytes())
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copy(STDLIB / "textwrap.py", files / "textwrap.txt")
+    with open(bytes(files) + b"/na\xefve.txt", "wb") as handle:
+        handle.write((STDLIB / "this.py").read_bytes())
+    manifest = {"name": "surrogates", "sources": [
+        {"name": "stack", "kind": "code", "lang": "Python",
+         "columns": {"text": "content", "path": "path"},
+         "reader": {"type": "jsonl", "paths": ["stack.jsonl"]}},
+        {"name": "tree", "kind": "code", "reader": {"type": "tree", "root": "tree"}},
+        {"name": "docs", "kind": "text", "reader": {"type": "files", "paths": ["files/*"]}},
+    ]}
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    ingest = json.loads((run / "stats.json").read_text())["stages"][0]
+    removed = [r for r in pq.read_table(run / "removed").to_pylist()
+               if r["reason"] == "ingest:invalid_unicode"]
+    details = sorted(r["detail"] for r in removed)
+    assert details == [
+        "caf\\xe9.py: file name is not UTF-8 (byte 0xE9)",
+        "na\\xefve.txt: file name is not UTF-8 (byte 0xEF)",
+        "stack.jsonl line 2: lone surrogate U+D800 in field 'text'",
+        "stack.jsonl line 4: lone surrogate U+DC80 in field 'path'",
+    ]
+    assert ingest["removed_by_reason"]["ingest:invalid_unicode"]["docs"] == 4
+    kept = pq.read_table(run / "stages", columns=["path", "source"]).to_pylist()
+    stack_kept = {r["path"] for r in kept if r["source"] == "stack"}
+    assert {records[i]["path"] for i in (0, 2, 4, 5)} <= stack_kept  # the rest of the file
+    assert "textwrap.txt" in {r["path"] for r in kept if r["source"] == "docs"}
+    assert "decoder.py" in {r["path"] for r in kept if r["source"] == "tree"}
+    assert ingest["in"]["docs"] == count_rows(run / "stages") + count_rows(run / "removed")
+    assert ingest["in"]["docs"] == 6 + len(list(tree.iterdir())) + 2
+
+
+def _special_tree(root: Path) -> None:
+    """A real package copy plus a FIFO, a socket, a device node and symlinks."""
+    import os
+    import socket
+    import stat
+
+    shutil.copytree(STDLIB / "json", root, ignore=shutil.ignore_patterns("__pycache__"))
+    os.mkfifo(root / "pipe.py")
+    os.mkfifo(root / "LICENSE")  # the license sniffer must not open it either
+    os.mknod(root / "null.py", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "agent.sock"))
+    sock.close()  # the socket file stays
+    (root / "linked.py").symlink_to("decoder.py")
+    (root / "up").symlink_to("..")  # a loop, if links to folders were walked
+
+
+def test_fifo_socket_device_in_a_tree_do_not_hang(tmp_path: Path) -> None:
+    """Planning and reading finish within a timeout (a FIFO used to block open())."""
+    import subprocess
+    import sys
+
+    _special_tree(tmp_path / "tree")
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from lemur_data.pipeline.manifest import parse_manifest\n"
+        "from lemur_data.stages.ingest import plan_units, read_unit\n"
+        "m = parse_manifest({'name': 'x', 'sources': [{'name': 't', 'kind': 'code',"
+        " 'reader': {'type': 'tree', 'root': 'tree'}}]}, 'm', Path('.'))\n"
+        "s = m.sources[0]\n"
+        "rows = [r for u in plan_units(s.reader, s.info(), 100, 2**30)"
+        " for r in read_unit(s.reader, s.info(), u).to_pylist()]\n"
+        "print(json.dumps({r['path']: [r['reason'], r['detail']] for r in rows}))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, check=True)
+    rows = json.loads(done.stdout)
+    assert rows["pipe.py"] == ["not_regular_file", "pipe.py: named pipe (FIFO)"]
+    assert rows["LICENSE"] == ["not_regular_file", "LICENSE: named pipe (FIFO)"]
+    assert rows["null.py"] == ["not_regular_file", "null.py: character device"]
+    assert rows["agent.sock"] == ["not_regular_file", "agent.sock: socket"]
+    assert rows["linked.py"][0] == rows["up"][0] == "symlink"
+    assert "follow_symlinks" in rows["linked.py"][1]
+    assert rows["decoder.py"] == [None, None]
+
+
+def test_special_entries_are_recorded_in_removed(ray_session, tmp_path: Path) -> None:
+    _special_tree(tmp_path / "tree")
+    manifest = {"name": "special", "sources": [
+        {"name": "t", "kind": "code", "reader": {"type": "tree", "root": "tree",
+                                                   "follow_symlinks": True}}]}
+    run = tmp_path / "run"
+    run_build(manifest, tmp_path, run)
+    removed = {r["path"]: r["reason"] for r in pq.read_table(run / "removed").to_pylist()}
+    assert {p: removed[p] for p in ("pipe.py", "LICENSE", "null.py", "agent.sock", "up")} == {
+        "pipe.py": "ingest:not_regular_file", "LICENSE": "ingest:not_regular_file",
+        "null.py": "ingest:not_regular_file", "agent.sock": "ingest:not_regular_file",
+        "up": "ingest:symlink"}
+    kept = pq.read_table(run / "stages", columns=["path", "text"]).to_pylist()
+    linked = next(r["text"] for r in kept if r["path"] == "linked.py")  # followed
+    assert linked == (STDLIB / "json" / "decoder.py").read_text()
+    stats = json.loads((run / "stats.json").read_text())["stages"][0]
+    assert stats["in"]["docs"] == count_rows(run / "stages") + len(removed)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_disk_full_names_the_file(ray_session, tmp_path: Path) -> None:
+    """A run folder on a 48 KiB tmpfs: the error names the file it could not write."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(full)], check=True)
+    try:
+        manifest = {"name": "full", "sources": [
+            {"name": "t", "kind": "code",
+             "reader": {"type": "tree", "root": str(STDLIB / "email")}}]}
+        with pytest.raises(RunError, match=r"No space left on device .*shard-t-00000\.parquet"):
+            run_build(manifest, tmp_path, full / "run")
+        assert not list(full.rglob(".tmp-*"))  # the partial write does not hold the space
+    finally:
+        subprocess.run(["umount", str(full)], check=True)

@@ -27,7 +27,7 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
-@pytest.mark.parametrize("command", [[], ["build"], ["validate"], ["plan"]])
+@pytest.mark.parametrize("command", [[], ["build"], ["validate"], ["plan"], ["index"]])
 def test_help_everywhere(command: list[str]) -> None:
     result = cli(*command, "--help")
     assert result.returncode == 0 and "usage: lemur-data" in result.stdout
@@ -58,6 +58,7 @@ def test_validate_and_plan_the_demo() -> None:
     assert "python-stdlib" in plan.stdout and "01-ingest" in plan.stdout
 
 
+@pytest.mark.slow
 def test_failed_run_exits_1_naming_the_file(tmp_path: Path) -> None:
     stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
     manifest = {"name": "nocol", "sources": [
@@ -81,6 +82,7 @@ def test_unwritable_run_dir_exits_1(tmp_path: Path) -> None:
     assert result.returncode == 1 and str(blocker) in result.stderr
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     for package in ("email", "json", "http", "urllib", "logging", "xml"):
@@ -116,6 +118,7 @@ def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
     assert digest(killed_dir) == digest(tmp_path / "clean")
 
 
+@pytest.mark.slow
 def test_plan_estimates_the_full_recipe_offline() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["HF_HUB_OFFLINE"] = "1"
@@ -132,3 +135,69 @@ def test_plan_estimates_the_full_recipe_offline() -> None:
     nodes = int(total.split("TB of disk: ")[1].split()[0])
     assert hours > 100
     assert nodes in (math.ceil((hours - 1) / (32 * 24)), math.ceil((hours + 1) / (32 * 24)))
+    # the recipe reads only what its mixture needs: a small share of the web text, and
+    # the cost of reading everything is shown beside it
+    share = next(line for line in out.splitlines() if line.strip().startswith("refinedweb")
+                 and "%" in line)
+    assert float(share.split()[1].rstrip("%")) < 10
+    every = next(line for line in out.splitlines() if "with read: all" in line)
+    assert float(every.split("): ")[1].split()[0].replace(",", "")) > 5 * hours
+
+
+def test_bad_command_lines_get_messages_not_tracebacks(tmp_path: Path) -> None:
+    demo = "manifests/demo.yaml"
+    for workers, why in (("-2", "must be at least 1"), ("0", "must be at least 1"),
+                         ("two", "is not a whole number")):
+        result = cli("build", "--manifest", demo, "--workers", workers)
+        assert result.returncode == 2 and why in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    folder = cli("validate", "--manifest", str(REPO / "manifests"))
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
+    assert "Traceback" not in folder.stderr
+    bad_id = cli("push", "--run-dir", str(tmp_path), "--repo-id", "not a repo id!!", "--dry-run")
+    assert bad_id.returncode == 2 and "--repo-id" in bad_id.stderr
+    assert "not a repo id!!" in bad_id.stderr and "Traceback" not in bad_id.stderr
+
+
+def test_duplicate_yaml_keys_are_refused_with_their_key_path(tmp_path: Path) -> None:
+    text = (REPO / "manifests" / "demo.yaml").read_text()
+    assert "\nstages:\n" in text
+    # a second `stages:` (YAML keeps the last one silently) and a reader key given twice
+    doubled = text + "\nstages:\n  - pii: {}\n"
+    doubled = doubled.replace('root: "{stdlib}"', 'root: "{stdlib}"\n      root: "{purelib}"', 1)
+    (tmp_path / "dup.yaml").write_text(doubled)
+    result = cli("validate", "--manifest", str(tmp_path / "dup.yaml"))
+    assert result.returncode == 2
+    assert "sources[0].reader.root: duplicate key" in result.stderr
+    assert "  - stages: duplicate key (lines" in result.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_how_to_resume_and_rerunning_resumes(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for package in ("email", "json", "http"):
+        shutil.copytree(STDLIB / package, tree / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = {"name": "ctrlc", "shard": {"max_docs": 4},
+                "sources": [{"name": "tree", "kind": "code",
+                             "reader": {"type": "tree", "root": str(tree)}}],
+                "stages": [{"exact_dedup": {"partitions": 4}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    args = ["build", "--manifest", str(tmp_path / "m.yaml"), "--progress", "none",
+            "--run-dir", str(tmp_path / "run")]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    markers = tmp_path / "run" / "markers" / "01-ingest"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(markers.glob("*.json"))) < 2:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "rerun the same command to resume" in " ".join(err.split())
+    assert "Traceback" not in err
+    done = len(list(markers.glob("*.json")))
+    resumed = cli(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert done >= 2 and (tmp_path / "run" / "stats.json").is_file()

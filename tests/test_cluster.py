@@ -49,6 +49,7 @@ def build_on(address: str, manifest: Path, run_dir: Path) -> subprocess.Complete
                           cwd=REPO, env=cluster_env(), capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_cluster_build_and_job_submit_match_local(ray_session, cluster: LocalCluster,
                                                   tmp_path: Path) -> None:
     raw = corpus(tmp_path)
@@ -71,6 +72,7 @@ def test_cluster_build_and_job_submit_match_local(ray_session, cluster: LocalClu
     assert digest(tmp_path / "as-job") == expected
 
 
+@pytest.mark.slow
 def test_worker_node_killed_mid_stage(ray_session, cluster: LocalCluster, tmp_path: Path) -> None:
     raw = corpus(tmp_path)
     manifest = tmp_path / "m.yaml"

@@ -212,6 +212,7 @@ def test_planted_questions_in_real_prose_are_caught(matcher: BenchmarkMatcher) -
                 assert match.label == label
 
 
+@pytest.mark.slow
 def test_false_positive_rate_on_the_python_installation(matcher: BenchmarkMatcher) -> None:
     """Nothing planted: stdlib and site-packages sources and the pydoc topics."""
     rng = random.Random(9)

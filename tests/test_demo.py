@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from huggingface_hub import DatasetCard
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_demo_builds_everything_the_readme_promises(tmp_path: Path) -> None:
     run = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}

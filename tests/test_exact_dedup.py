@@ -1,5 +1,6 @@
-"""Exact dedup on real duplicates: the standard-library modules that Debian's Python 3.11 and
-the running interpreter share byte for byte, plus whitespace-only variants of real files."""
+"""Exact dedup on real duplicates: the standard-library modules that Debian's Python 3.11
+(a fixture of tests/fixtures/fetch.py) and the running interpreter share byte for byte,
+plus whitespace-only variants of real files."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures import debian_python_stdlib
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-DEBIAN = Path("/usr/lib/python3.11")  # .ci/apt-packages.txt: libpython3.11-stdlib
 PACKAGES = ("json", "email", "http", "logging", "concurrent")
 
 
@@ -37,13 +38,12 @@ def _write(folder: Path, name: str, docs: dict[str, str], rng: random.Random) ->
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
-    assert DEBIAN.is_dir(), "Debian's python3.11 standard library is needed (apt)"
     rng = random.Random(3)
     folder = tmp_path_factory.mktemp("exact-corpus")
     ours = {f"py/{k}": v for k, v in _files(STDLIB).items()}
     for name in rng.sample(sorted(ours), 15):  # whitespace-only edits of real files
         ours[f"ws/{name}"] = re.sub(r"\n", "  \n", ours[name], count=5)
-    theirs = {f"debian/{k}": v for k, v in _files(DEBIAN).items()}
+    theirs = {f"debian/{k}": v for root in debian_python_stdlib() for k, v in _files(root).items()}
     return _write(folder, "ours", ours, rng), _write(folder, "debian", theirs, rng), \
         {**ours, **theirs}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures import fixture
 
 from lemur_data.filters.langid.code import detect_code_language
 from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path
@@ -19,10 +20,14 @@ from lemur_data.stages.storage import documents_table
 from realdata import STDLIB, prose_paragraphs, write_jsonl
 from runs import removed_reasons, run_build
 
-MAN = Path("/usr/share/man")
-# man page folder -> lid.176 label (Debian: manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
+# man page folder -> lid.176 label (fixtures: Debian's manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
 MAN_LANGUAGES = {"": "en", "de": "de", "fr": "fr", "es": "es", "ru": "ru", "ja": "ja",
                  "zh_CN": "zh"}
+MAN_FIXTURES = {"": "manpages", "de": "manpages-de", "fr": "manpages-fr", "es": "manpages-es",
+                "ru": "manpages-ru", "ja": "manpages-ja", "zh_CN": "manpages-zh"}
+# Extensionless scripts: the bin folders of Debian's gzip, debianutils, xdg-utils and ucf.
+SHELL_BINS = [("gzip", "bin"), ("debianutils", "bin"), ("debianutils", "usr/bin"),
+              ("debianutils", "usr/sbin"), ("xdg-utils", "usr/bin"), ("ucf", "usr/bin")]
 CTX = ShardContext("test", "/tmp", 0)
 
 _ESCAPE = re.compile(r"\\f(?:\[[^\]]*\]|\(..|.)|\\\(..|\\\[[^\]]*\]|\\[&|^~/,%:]|\\s[-+]?\d")
@@ -63,10 +68,11 @@ def is_prose(paragraph: str, translated: bool) -> bool:
 
 
 def man_paragraphs(folder: str, limit: int = 60, per_page: int = 2) -> list[str]:
-    """Up to `limit` prose paragraphs from the section-1 pages of one language, sorted order."""
-    base = MAN / folder / "man1" if folder else MAN / "man1"
-    pages = sorted(base.glob("*.1.gz"))
-    assert pages, f"no man pages in {base}: install the Debian packages in .ci/apt-packages.txt"
+    """Up to `limit` prose paragraphs from the pages of one language: section 1 first,
+    then the other sections, each in sorted order."""
+    base = fixture(MAN_FIXTURES[folder]) / "usr" / "share" / "man" / folder
+    pages = sorted(base.glob("man1/*.gz")) + sorted(base.glob("man[2-9]/*.gz"))
+    assert pages, f"no man pages in {base}"
     found: list[str] = []
     for page in pages:
         found += [p for p in roff_paragraphs(page) if is_prose(p, bool(folder))][:per_page]
@@ -144,7 +150,9 @@ def test_threshold_is_applied_to_the_top_score() -> None:
 
 def _shell_scripts(limit: int = 40) -> list[Path]:
     found = []
-    for path in sorted(Path("/usr/bin").iterdir()):
+    folders = [fixture(name) / sub for name, sub in SHELL_BINS]
+    for path in sorted((p for f in folders if f.is_dir() for p in f.iterdir()),
+                       key=lambda p: p.name):
         if "." in path.name or not path.is_file() or not path.stat().st_mode & stat.S_IXUSR:
             continue
         head = path.open("rb").read(64)
@@ -228,11 +236,10 @@ def test_python_entry_points_identified_by_shebang() -> None:
 
 
 def test_headers_resolved_by_content() -> None:
-    # Kernel UAPI headers are C; libstdc++'s, gmpxx.h and ncurses' C++ wrappers are C++.
-    c_headers = sorted(Path("/usr/include/linux").glob("*.h"))[:80]
-    cpp_headers = sorted(Path("/usr/include/c++").glob("*/bits/stl_*.h"))[:30]
-    cpp_headers += [p for p in (Path("/usr/include") / n for n in
-                                ("gmpxx.h", "cursesapp.h", "cursesp.h", "etip.h")) if p.exists()]
+    # Kernel UAPI headers are C; libstdc++'s (bits/stl_*.h) are C++.
+    c_headers = sorted((fixture("linux-libc-dev") / "usr/include/linux").glob("*.h"))[:80]
+    cpp_headers = sorted((fixture("libstdc++-12-dev") / "usr/include/c++").glob(
+        "*/bits/stl_*.h"))[:30]
     assert len(c_headers) >= 40 and len(cpp_headers) >= 10
     as_c = [detect_code_language(p.name, p.read_bytes()[:16384]) for p in c_headers]
     assert as_c.count("C") / len(as_c) >= 0.97

@@ -138,3 +138,17 @@ def test_fingerprint_changes_with_content() -> None:
     raw["seed"] = 7
     assert a.fingerprint() != parse_manifest(raw, "m", Path("/tmp")).fingerprint()
     assert a.fingerprint() == parse_manifest(base(), "m", Path("/tmp")).fingerprint()
+
+
+def test_top_level_and_stage_parameter_errors_show_together() -> None:
+    """One pass lists them all: a stage's parameter error is not held back until the
+    top-level ones are fixed."""
+    raw = base()
+    raw["seeed"] = 1
+    raw["sources"][1]["kind"] = "prose"
+    raw["stages"] = [{"quality": {"max_line_lenght": 3}}, {"exact_dedup": {"partitions": -1}}]
+    found = problems(raw)
+    assert "seeed: unknown key" in found
+    assert any(p.startswith("sources[1].kind:") for p in found)
+    assert "stages[0].quality.max_line_lenght: unknown key" in found
+    assert any(p.startswith("stages[1].exact_dedup.partitions:") for p in found)

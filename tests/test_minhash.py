@@ -1,6 +1,7 @@
 """MinHash near-dedup on real near duplicates: the same standard-library modules from two
-Python builds (Debian's /usr/lib/python3.11 and the running interpreter's), and perturbed
-copies of real files (lines deleted, blocks reordered, identifiers renamed)."""
+Python builds (Debian's Python 3.11, a fixture of tests/fixtures/fetch.py, and the running
+interpreter's), and perturbed copies of real files (lines deleted, blocks reordered,
+identifiers renamed)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from datasketch import MinHash as DatasketchMinHash
 from datasketch import MinHashLSH
 from datasketch.lsh import _optimal_param
+from fixtures import debian_python_stdlib
 
 from lemur_data.filters.minhash import shingles as sh
 from lemur_data.pipeline.build import build
@@ -27,7 +29,6 @@ from lemur_data.stages.minhash import hashing as sig
 from lemur_data.stages.minhash.params import MinHashParams, optimal_bands_rows
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-DEBIAN = Path("/usr/lib/python3.11")  # .ci/apt-packages.txt: libpython3.11-stdlib
 PACKAGES = ("email", "json", "http", "urllib", "logging", "concurrent", "xml", "wsgiref",
             "asyncio", "importlib", "unittest")
 THRESHOLD = 0.7
@@ -67,8 +68,8 @@ def _perturb(text: str, rng: random.Random) -> str:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A parquet of real files, Debian copies, and perturbed copies; path -> text."""
-    assert DEBIAN.is_dir(), "Debian's python3.11 standard library is needed (apt)"
-    ours, debian = _real_files(STDLIB), _real_files(DEBIAN)
+    ours = _real_files(STDLIB)
+    debian = {k: v for root in debian_python_stdlib() for k, v in _real_files(root).items()}
     rng = random.Random(5)
     docs = {f"py/{k}": v for k, v in ours.items()}
     docs.update({f"debian/{k}": v for k, v in debian.items()})

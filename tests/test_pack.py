@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from fixtures import python_include
 
 from lemur_data.pipeline.build import BuildResult, build
 from lemur_data.pipeline.executor import RunError
@@ -43,7 +44,7 @@ def manifest(**output: Any) -> dict[str, Any]:
                 "type": "tree", "root": PATHS["stdlib"],
                 "include": ["email/*.py", "json/*.py", "http/*.py", "urllib/*.py"]}},
             {"name": "headers", "kind": "code", "reader": {
-                "type": "tree", "root": PATHS["include"], "include": ["cpython/*.h"]}},
+                "type": "tree", "root": str(python_include()), "include": ["cpython/*.h"]}},
             {"name": "topics", "kind": "text", "lang": "en", "reader": {
                 "type": "python_object", "object": "pydoc_data.topics:topics"}},
         ],

@@ -128,6 +128,7 @@ def test_planted_contacts_in_real_prose() -> None:
         assert redact(planted, find_pii(planted)) == expected, name
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
 def test_redacted_real_python_still_parses() -> None:
     """Real files with real findings (author emails, example keys): still valid Python."""
@@ -206,3 +207,54 @@ def test_build_reports_redaction_totals(ray_session, tmp_path: Path) -> None:
     assert pii["totals"]["pii_private_keys"] >= planted
     card = (run / "README.md").read_text()
     assert f"totals.pii_keys | {pii['totals']['pii_keys']}" in card
+
+
+def _real_private_key(name: str) -> str:
+    """A private key block the stdlib's own tests ship (text before it dropped)."""
+    text = (STDLIB / "test" / "certdata" / name).read_text()
+    start = text.index("-----BEGIN")
+    end = text.index("-----END", start)
+    return text[start:text.index("\n", end) + 1 if "\n" in text[end:] else len(text)]
+
+
+def test_passwords_in_connection_strings_in_real_files() -> None:
+    """URL passwords are keys (also for a dotted host, where `pass@host` looked like an
+    e-mail and was counted as one); template values and URLs without one stay."""
+    rng = random.Random(21)
+    alnum = string.ascii_letters + string.digits
+    for name in HOSTS:
+        original = (STDLIB / name).read_text()
+        passwords = [_chars(rng, alnum, 16), "pw", _chars(rng, alnum, 8) + "@!x",
+                     _chars(rng, alnum, 12)]
+        block = ('DATABASE_URL = "postgresql://app:{0}@10.1.2.3/appdb"\n'
+                 'CACHE_URL = "redis://:{1}@localhost:6379/0"\n'
+                 'SHOP_URL = "mysql://root:{2}@db:3306/shop"\n'
+                 'REPLICA_URL = "postgres://report:{3}@replica.db.acme-widgets.com/appdb"\n'
+                 'TEMPLATE_URL = "postgresql://${{DB_USER}}:${{DB_PASSWORD}}@db/app"\n'
+                 'DOCS_URL = "https://docs.python.org:443/3/library/"\n\n')
+        lines = original.splitlines(keepends=True)
+        at = rng.choice([i for i, line in enumerate(lines) if re.match(r"(def|class) ", line)])
+        planted = _insert(original, block.format(*passwords), at)
+        spans = find_pii(planted)
+        assert [s.rule for s in spans] == ["url_password"] * 4, name
+        expected = _insert(original, block.format(*["<KEY>"] * 4), at)
+        assert redact(planted, spans) == expected, name
+        ast.parse(expected)
+
+
+@pytest.mark.parametrize("key", ["ssl_key.pem", "keycertecc.pem", "pycakey.pem"])
+def test_private_key_without_end_line_in_real_files(key: str) -> None:
+    pem = _real_private_key(key)
+    assert "-----END" in pem and find_pii(pem)[0].rule == "private_key_block"
+    cut = pem[:pem.index("-----END")].rstrip("\n")  # the END line lost
+    for name in HOSTS[:4]:
+        original = (STDLIB / name).read_text()
+        lines = original.splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if re.match(r"(def|class) ", line))
+        for text, placeholder in ((f'KEY = """{cut}\n"""\n\n', '"""<PRIVATE_KEY>\n"""'),
+                                  (f"KEY = {json.dumps(cut)}\n\n", '"<PRIVATE_KEY>"')):
+            planted = _insert(original, text, at)
+            redacted = redact(planted, find_pii(planted))
+            assert redacted == _insert(original, f"KEY = {placeholder}\n\n", at), (name, key)
+            body = cut.splitlines()[1]
+            assert body not in redacted and body[:40] not in redacted

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from fixtures import fixture
 from test_langid import man_paragraphs
 
 from lemur_data.filters.quality import code_rules
@@ -25,7 +26,11 @@ from runs import removed_reasons, run_build
 CTX = ShardContext("test", "/tmp", 0)
 STARCODER2 = code_rules.CODE_PRESETS["starcoder2"].default
 RAY_DASHBOARD_JS = PURELIB / "ray" / "dashboard" / "client" / "build"
-JQUERY = Path("/usr/share/javascript/jquery")  # Debian libjs-jquery
+
+
+def jquery() -> Path:
+    """jquery.js and jquery.min.js (Debian's libjs-jquery fixture)."""
+    return fixture("libjs-jquery") / "usr/share/javascript/jquery"
 
 
 def _code_docs(files: list[Path], lang: str, root: Path) -> pa.Table:
@@ -43,7 +48,7 @@ def _run(table: pa.Table, params: dict | None = None) -> tuple[list[str | None],
 
 
 def test_minified_javascript_dropped_by_line_rules() -> None:
-    bundles = sorted(RAY_DASHBOARD_JS.rglob("*.js")) + [JQUERY / "jquery.min.js"]
+    bundles = sorted(RAY_DASHBOARD_JS.rglob("*.js")) + [jquery() / "jquery.min.js"]
     assert len(bundles) >= 4 and all(p.exists() for p in bundles)
     reasons, table = _run(_code_docs(bundles, "JavaScript", Path("/")))
     assert set(reasons) <= {"max_line_length", "mean_line_length"}, reasons
@@ -51,7 +56,7 @@ def test_minified_javascript_dropped_by_line_rules() -> None:
                              table.column("q_mean_line").to_pylist(), strict=True):
         assert longest > 1000 or mean > 100
     # The same library unminified passes every rule.
-    plain, _ = _run(_code_docs([JQUERY / "jquery.js"], "JavaScript", Path("/")))
+    plain, _ = _run(_code_docs([jquery() / "jquery.js"], "JavaScript", fixture("libjs-jquery")))
     assert plain == [None]
 
 
@@ -133,7 +138,7 @@ def test_data_formats_html_and_xml() -> None:
     assert reasons[:5] == ["too_small"] * 5 and reasons[5:10] == ["too_large"] * 5
     assert set(reasons[10:]) <= {None, "alpha_fraction"}
     # HTML: real script-only markup has no visible text; a real page of prose does.
-    script = (JQUERY / "jquery.js").read_text()[:20000]
+    script = (jquery() / "jquery.js").read_text()[:20000]
     prose = "".join(f"<p>{p}</p>\n" for p in prose_paragraphs()[:3])
     docs = documents_table([
         {"id": "js", "text": f"<html><head><script>{script}</script></head><body></body></html>",
@@ -141,9 +146,10 @@ def test_data_formats_html_and_xml() -> None:
         {"id": "prose", "text": f"<html><body>{prose}</body></html>", "source": "s",
          "kind": "code", "lang": "HTML"}])
     assert _run(docs)[0] == ["html_visible_text", None]
-    xml = Path("/etc/maven/settings.xml")
-    xmls = [xml] if xml.exists() else sorted(Path("/usr/share").rglob("*.xml"))[:3]
-    reasons, _ = _run(_code_docs(xmls, "XML", Path("/")))
+    maven = fixture("maven")  # Debian's maven: etc/maven/settings.xml, toolchains.xml
+    xmls = sorted((maven / "etc" / "maven").glob("*.xml"))
+    assert xmls
+    reasons, _ = _run(_code_docs(xmls, "XML", maven))
     assert set(reasons) == {"xml_header"}
 
 
@@ -166,7 +172,7 @@ def test_code_thresholds_resolve_preset_manifest_and_language() -> None:
     assert table.get("JSON").max_chars == 5000 and table.get("JSON").max_line_length == 100_000
     assert table.get(None).max_line_length == 500
     off = CodeThresholdTable(QualityParams.model_validate({"code": {"preset": "none"}}).code)
-    minified = (JQUERY / "jquery.min.js").read_text()
+    minified = (jquery() / "jquery.min.js").read_text()
     assert code_rules.check_one(minified, off.get("JavaScript"))[0] is None
 
 
@@ -216,7 +222,7 @@ def test_word_splitter_on_a_word_before_a_long_dash_run() -> None:
     """ASCII art and rules like `#--cut-----` once made the splitter backtrack 2^n ways:
     this real file's 74-dash line never finished (a kernel doc's circuit diagram took 25 s).
     In a child process, since a regression hangs rather than fails."""
-    path = STDLIB / "test" / "test_profile.py"
+    path = fixture("libpython3.11-testsuite") / "usr/lib/python3.11/test/test_profile.py"
     text = path.read_text()
     assert "#--cut" + "-" * 70 in text
     done = subprocess.run([sys.executable, "-c", _SPLIT_WORDS, str(path)], timeout=120,
@@ -267,7 +273,7 @@ def test_quality_and_langid_in_a_ray_build(ray_session, tmp_path: Path) -> None:
     (tree / "pkg").mkdir(parents=True)
     for name in ("decoder.py", "encoder.py", "scanner.py"):
         (tree / "pkg" / name).write_text((STDLIB / "json" / name).read_text())
-    (tree / "pkg" / "jquery.min.js").write_text((JQUERY / "jquery.min.js").read_text())
+    (tree / "pkg" / "jquery.min.js").write_text((jquery() / "jquery.min.js").read_text())
     generated = sorted(PURELIB.rglob("*_pb2.py"))[0]
     (tree / "pkg" / generated.name).write_text(generated.read_text())
     write_jsonl(tmp_path / "web.jsonl", [{"text": t} for t in _english_docs()[:20]])

@@ -275,14 +275,16 @@ def test_tree_languages_repos_and_licenses(tmp_path: Path) -> None:
     root = tmp_path / "repos"
     shutil.copytree(STDLIB / "json", root / "jsonlib" / "json",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    licenses = sorted(PURELIB.glob("*.dist-info/licenses/LICENSE*")) or sorted(
-        PURELIB.glob("*.dist-info/LICENSE*"))
+    # every site-packages on the path: a worktree's venv may hold its packages elsewhere (.pth)
+    sites = [PURELIB] + [Path(p) for p in sys.path if p.endswith("site-packages")]
+    licenses = [p for site in sites for p in sorted(site.glob("*.dist-info/licenses/LICENSE*"))
+                + sorted(site.glob("*.dist-info/LICENSE*"))]
     mit = next(p for p in licenses if "Permission is hereby granted" in p.read_text())
     shutil.copy(mit, root / "jsonlib" / "LICENSE")
     tool = root / "tools"
     tool.mkdir()
     shutil.copy(STDLIB / "venv" / "scripts" / "common" / "activate", tool / "activate")
-    (tool / "run").write_text("#!/usr/bin/env python3\n" + (STDLIB / "this.py").read_text())
+    (tool / "run").write_text("#!/usr/local/bin/python3\n" + (STDLIB / "this.py").read_text())
     (tool / "header.h").write_text((Path(__file__).parent / "data_cpp_header.txt").read_text()
                                    if (Path(__file__).parent / "data_cpp_header.txt").exists()
                                    else "namespace demo {\nclass A { public: int x; };\n}\n")

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import shutil
-import sysconfig
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from fixtures import python_include
 from huggingface_hub import DatasetCard, DatasetCardData
 from PIL import Image
 
@@ -28,7 +28,6 @@ from realdata import STDLIB
 from runs import run_build
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-INCLUDE = Path(sysconfig.get_paths()["include"])
 
 
 class Tables(HTMLParser):
@@ -236,7 +235,7 @@ def test_dedup_and_syntax_stages_get_their_sections(ray_session, tmp_path: Path)
     """Near duplicates (real files with a patched line) and real C headers with macros."""
     root = tmp_path / "tree"
     shutil.copytree(STDLIB / "json", root / "json", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(INCLUDE / "cpython", root / "cpython")
+    shutil.copytree(python_include() / "cpython", root / "cpython")
     patched = 0
     for path in sorted((STDLIB / "json").glob("*.py")):
         text = path.read_text()

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import ray.cloudpickle
 
 from lemur_data.filters.minhash import shingles as sh
@@ -56,6 +57,7 @@ def _churn(folder: str) -> dict[str, Any]:
             "arena_max": os.environ.get("MALLOC_ARENA_MAX"), "total": total, "rounds": rounds}
 
 
+@pytest.mark.slow
 def test_workers_use_allocators_that_return_freed_memory(ray_session, tmp_path: Path) -> None:
     (summary,) = executor.run_phase(
         Phase("probe", [Task("churn", lambda: _churn(str(tmp_path)))]), str(tmp_path / "m"), 1)

@@ -87,7 +87,9 @@ def check_layout(plan: LaunchPlan) -> Check:
 
 def read_data_args(path: str) -> list[tuple[float, str]]:
     """Weight/prefix pairs of a `--data-args-path` file."""
-    words = Path(path).read_text().split()
+    text = Path(path).read_text()
+    _refuse_whitespace_paths(path, text)
+    words = text.split()  # as Megatron-LM reads it
     if len(words) % 2:
         raise ValueError(f"{path}: expected `weight prefix` pairs, got {len(words)} words")
     pairs = []
@@ -98,6 +100,22 @@ def read_data_args(path: str) -> list[tuple[float, str]]:
             raise ValueError(f"{path}: {weight!r} is not a weight (expected `weight prefix` "
                              f"pairs)") from None
     return pairs
+
+
+def _refuse_whitespace_paths(path: str, text: str) -> None:
+    """Name the cause when a prefix holds whitespace: Megatron-LM splits the file on any
+    whitespace, so `0.5 /runs/my run/megatron/x` reads as a weight `run/megatron/x`."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and any(c.isspace() for c in parts[1].strip()):
+            try:
+                float(parts[0])
+            except ValueError:
+                continue  # not our one-pair-per-line layout: the word check reports it
+            raise ValueError(f"{path} line {number}: the shard path {parts[1].strip()!r} "
+                             "holds whitespace, which Megatron-LM's --data-args-path reader "
+                             "splits into separate words; rebuild in a run folder whose path "
+                             "has no spaces")
 
 
 def read_index(prefix: str) -> tuple[int, int]:

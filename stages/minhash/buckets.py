@@ -6,6 +6,9 @@ every pair for small buckets, a linear number of pairs (still one connected
 group) for large ones, so a bucket of a million copies cannot explode into
 10^12 pairs. Output: distinct pairs (a < b), split by the document partition
 of `a` for the verify or components phase.
+
+Against earlier runs (`earlier`), the task also pairs this run's documents with the
+earlier kept documents sharing their buckets (stages/minhash/earlier.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from lemur_data.stages import storage
+from lemur_data.stages.incremental.index import Earlier
 from lemur_data.stages.minhash.hashing import doc_partition
 
 PAIR_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64())])
@@ -57,22 +61,28 @@ class BucketPartition:
     inputs: tuple[str, ...]  # this band partition's file of every shard
     pairs_out: tuple[str, ...]  # the pairs, one file per document partition of a
     window: int
+    part: int = 0  # this band partition
+    earlier: tuple[Earlier, ...] = ()
+    earlier_out: tuple[str, ...] = ()  # candidates against earlier runs, by b's partition
 
     def outputs(self) -> tuple[str, ...]:
-        return self.pairs_out
+        return (*self.pairs_out, *self.earlier_out)
 
     def __call__(self) -> dict[str, Any]:
         tables = [storage.read_parquet(path) for path in self.inputs]
         table = pa.concat_tables(tables) if tables else None
+        summary: dict[str, Any] = {}
         if table is None or table.num_rows == 0:
             a = b = np.zeros(0, dtype=np.uint64)
             multi = 0
+            sorted_rows = (np.zeros(0, np.uint16), np.zeros(0, np.uint64), a)
         else:
             band = table.column("band").to_numpy()
             bucket = table.column("bucket").to_numpy()
             key = table.column("key").to_numpy()
             order = np.lexsort((key, bucket, band))
             band, bucket, key = band[order], bucket[order], key[order]
+            sorted_rows = (band, bucket, key)
             group = np.zeros(key.size, dtype=np.int64)
             group[1:] = np.cumsum((band[1:] != band[:-1]) | (bucket[1:] != bucket[:-1]))
             sizes = np.bincount(group)
@@ -90,5 +100,12 @@ class BucketPartition:
         for part, path in enumerate(self.pairs_out):
             mine = part_of == part
             write_pairs(path, a[mine], b[mine])
+        if self.earlier_out:
+            from lemur_data.stages.minhash.earlier import match_earlier, write_earlier_pairs
+
+            new, run, old = match_earlier(*sorted_rows, self.earlier, self.part,
+                                          len(self.pairs_out), self.window)
+            write_earlier_pairs(self.earlier_out, new, run, old)
+            summary["earlier_pairs"] = int(new.size)
         return {"band_rows": 0 if table is None else table.num_rows, "shared_buckets": multi,
-                "pairs": int(a.size)}
+                "pairs": int(a.size), **summary}

@@ -3,11 +3,17 @@
 Connected components over the (verified) pairs, by scipy's sparse-graph
 routine, in one task: its memory is the edge list plus one int per clustered
 document (16 bytes per edge, about 2 GB per 100M edges), not the corpus.
-Which member survives: most stars, then a known license, then smallest id
-(as exact dedup). A cluster is named by its smallest member id.
+Which member survives: `keep_order` (stages/keeper.py; as exact dedup): most
+stars, then a known licence, then smallest id, or The Stack v2's licence-first
+order. A cluster is named by its smallest member id.
 
-Writes `decisions/part-PPPP.parquet` (shard, id, kept_id, cluster, size) split
-by shard index, and `clusters.json` for stats.
+Against earlier runs, the links to earlier documents (stages/minhash/earlier.py) join
+the graph as edges to nodes of their own; every document of a component holding an
+earlier node is removed with `earlier` naming the run and `kept_id` the document that
+run kept for it (of the component's earlier nodes, the first run's smallest key).
+
+Writes `decisions/part-PPPP.parquet` (shard, id, kept_id, cluster, size, earlier)
+split by shard index, and `clusters.json` for stats.
 """
 
 from __future__ import annotations
@@ -21,14 +27,25 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lemur_data.stages import storage
+from lemur_data.stages.incremental.index import Earlier
+from lemur_data.stages.keeper import KeepOrder, sort_keys
 from lemur_data.stages.minhash.buckets import sorted_unique, unique_pairs
+from lemur_data.stages.minhash.earlier import (
+    EARLIER_NODE,
+    earlier_kept_ids,
+    earlier_nodes,
+    node_run_key,
+    read_earlier_pairs,
+)
 
 if TYPE_CHECKING:
     import polars as pl
 
 DECISION_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()),
                              ("kept_id", pa.string()), ("cluster", pa.string()),
-                             ("size", pa.int64())])
+                             ("size", pa.int64()), ("earlier", pa.string())])
+"""`earlier`: the earlier run a document near-duplicates (then `kept_id` is that run's
+document, `cluster` the same and `size` null); null for this run's own clusters."""
 _SIZE_BINS = [(2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128),
               (129, 1024), (1025, None)]
 
@@ -56,6 +73,9 @@ class Components:
     shard_ids: tuple[str, ...]  # shard index -> shard id
     decisions_out: tuple[str, ...]  # by shard index % partitions
     clusters_out: str
+    keep_order: KeepOrder = "stars"
+    earlier_files: tuple[str, ...] = ()  # matches against earlier runs (pairs or edges)
+    earlier: tuple[Earlier, ...] = ()
 
     def outputs(self) -> tuple[str, ...]:
         return (self.clusters_out, *self.decisions_out)
@@ -72,6 +92,11 @@ class Components:
         a, b = unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
         candidates = (sum(_rows(p) for p in self.candidate_files) if self.candidate_files
                       else int(a.size))
+        verified = int(a.size)
+        links = read_earlier_pairs(list(self.earlier_files))
+        a = np.concatenate([a, links.column("b").to_numpy()])
+        b = np.concatenate([b, earlier_nodes(links.column("run").to_numpy(),
+                                             links.column("a").to_numpy())])
         nodes = sorted_unique(np.concatenate([a, b]))
         if nodes.size == 0:
             labels = np.zeros(0, dtype=np.int64)
@@ -80,15 +105,27 @@ class Components:
                                 (np.searchsorted(nodes, a), np.searchsorted(nodes, b))),
                                shape=(nodes.size, nodes.size))
             _, labels = connected_components(graph, directed=False)
+        # Earlier nodes sort last; a component's first one is its earliest run's smallest key.
+        ours = nodes < EARLIER_NODE
+        none = nodes.size  # "no earlier node in this component"
+        first = np.full(int(labels.max()) + 1 if labels.size else 0, none, np.int64)
+        np.minimum.at(first, labels[~ours], np.flatnonzero(~ours))
+        at = first[labels[ours]]
+        reached = at != none
+        of_earlier = self._of_earlier(nodes[ours][reached], nodes[at[reached]])
+        nodes, labels = nodes[ours][~reached], labels[ours][~reached]
         members = self._members(nodes, labels)
-        ranked = members.sort(["component", "stars", "licensed", "id"],
-                              descending=[False, True, True, False])
+        by, descending = sort_keys("component", self.keep_order)
+        ranked = members.sort(by, descending=descending)
         clusters = ranked.group_by("component", maintain_order=True).agg(
             pl.col("id").first().alias("kept_id"), pl.col("id").min().alias("cluster"),
             pl.len().alias("size"))
         decided = (ranked.join(clusters, on="component")
                    .filter(pl.col("id") != pl.col("kept_id"))
-                   .with_columns((pl.col("key") // (1 << 32)).alias("shard_index")))
+                   .select("key", "id", "kept_id", "cluster", "size",
+                           pl.lit(None, pl.String).alias("earlier")))
+        decided = pl.concat([decided, of_earlier]).with_columns(
+            (pl.col("key") // (1 << 32)).alias("shard_index"))
         shard_names = pl.Series("shard", list(self.shard_ids), dtype=pl.String)
         decided = decided.with_columns(
             shard_names.gather(decided["shard_index"].cast(pl.Int64)).alias("shard"))
@@ -96,35 +133,69 @@ class Components:
         for part, path in enumerate(self.decisions_out):
             rows = (decided.filter(pl.col("shard_index") % partitions == part)
                     .sort(["shard", "id"])
-                    .select("shard", "id", "kept_id", "cluster", "size"))
+                    .select("shard", "id", "kept_id", "cluster", "size", "earlier"))
             storage.write_parquet_atomic(path, rows.to_arrow().cast(DECISION_SCHEMA))
         sizes = clusters["size"].to_numpy()
         top = clusters.sort(["size", "cluster"], descending=[True, False]).head(5)
         summary = {
             "candidate_pairs": int(candidates),
-            "verified_pairs": int(a.size) if self.candidate_files else None,
+            "verified_pairs": verified if self.candidate_files else None,
             "clusters": int(clusters.height),
             "documents_in_clusters": int(nodes.size),
-            "near_duplicates_removed": int(decided.height),
+            "near_duplicates_removed": int(decided.height - of_earlier.height),
             "cluster_sizes": size_histogram(sizes),
             "largest_clusters": [{"size": int(r["size"]), "kept_id": r["kept_id"],
                                   "cluster": r["cluster"]} for r in top.iter_rows(named=True)],
         }
+        if self.earlier:
+            runs = of_earlier["earlier"].to_list()
+            summary["against"] = [{"run": e.run, "removed": runs.count(e.run)}
+                                  for e in self.earlier]
+            summary["near_duplicates_of_earlier_removed"] = of_earlier.height
         storage.write_json_atomic(self.clusters_out, summary)
         return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
+
+    def _of_earlier(self, b: np.ndarray, reached: np.ndarray) -> pl.DataFrame:
+        """(key, id, kept_id, cluster, size, earlier) of this run's documents `b` whose
+        components reach the earlier nodes `reached` (one per document)."""
+        import polars as pl
+
+        run, old = node_run_key(reached)
+        kept_id = np.empty(b.size, dtype=object)
+        for e in self.earlier:
+            rows = np.flatnonzero(run == e.number)
+            if rows.size:
+                ids = earlier_kept_ids(e, old[rows])
+                kept_id[rows] = [ids[k] for k in old[rows].tolist()]
+        names = np.array([e.run for e in self.earlier] or [""], dtype=object)
+        meta = self._meta(b)
+        frame = pl.DataFrame({"key": b, "kept_id": kept_id.tolist(),
+                              "earlier": names[run.astype(np.int64)].tolist() if b.size else []},
+                             schema={"key": pl.UInt64, "kept_id": pl.String,
+                                     "earlier": pl.String})
+        return (meta.select("key", "id").join(frame, on="key", how="inner")
+                .select("key", "id", "kept_id", pl.col("kept_id").alias("cluster"),
+                        pl.lit(None, pl.UInt32).alias("size"), "earlier"))
 
     def _members(self, nodes: np.ndarray, labels: np.ndarray) -> pl.DataFrame:
         import polars as pl
 
-        wanted = pa.array(nodes, pa.uint64())
+        frame = self._meta(nodes)
+        component = labels[np.searchsorted(nodes, frame["key"].to_numpy())]
+        return frame.with_columns(pl.Series("component", component.astype(np.int64)))
+
+    def _meta(self, keys: np.ndarray) -> pl.DataFrame:
+        """(key, id, stars, license_rank) of `keys`, sorted by key."""
+        import polars as pl
+
+        wanted = pa.array(keys, pa.uint64())
         parts = []
         for path in self.meta_files:
-            meta = storage.read_parquet(path, ["key", "id", "stars", "licensed"])
+            meta = storage.read_parquet(path, ["key", "id", "stars", "license_rank"])
             parts.append(meta.filter(pc.is_in(meta.column("key"), wanted)))
         table = pa.concat_tables(parts) if parts else pa.schema(
             [("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),
-             ("licensed", pa.bool_())]).empty_table()
+             ("license_rank", pa.int8())]).empty_table()
         frame = pl.from_arrow(table.sort_by("key"))
         assert isinstance(frame, pl.DataFrame)
-        component = labels[np.searchsorted(nodes, frame["key"].to_numpy())]
-        return frame.with_columns(pl.Series("component", component.astype(np.int64)))
+        return frame

@@ -22,7 +22,7 @@ class WorkFiles:
     root: str
 
     def meta(self, shard: str) -> str:
-        """Per shard: (key, id, stars, licensed, shingles) of its signed documents."""
+        """Per shard: (key, id, stars, license_rank, shingles) of its signed documents."""
         return storage.join(self.root, "meta", f"{shard}.parquet")
 
     def bands(self, shard: str, part: int) -> str:
@@ -56,3 +56,13 @@ class WorkFiles:
 
     def clusters(self) -> str:
         return storage.join(self.root, "clusters.json")
+
+    def earlier_pairs(self, band_part: int, part: int) -> str:
+        """Candidates against earlier runs (b, run, a) found in one band partition, split
+        by the document partition of b (this run's document)."""
+        return storage.join(self.root, "earlier", "pairs", f"part-{band_part:04d}",
+                            f"qb-{part:04d}.parquet")
+
+    def earlier_edges(self, part: int) -> str:
+        """Verified candidates against earlier runs (b, run, a, jaccard) of partition `part`."""
+        return storage.join(self.root, "earlier", "edges", _part(part))

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
 from lemur_data.stages.base import StageParams
+from lemur_data.stages.keeper import KeepOrder
 
 
 class MinHashParams(StageParams):
@@ -49,10 +50,22 @@ class MinHashParams(StageParams):
     partitions: PositiveInt = 8
     """Band partitions and document partitions; memory per task ~ 1/partitions of the
     corpus' band rows (buckets) or shingle sets (verify)."""
+    keep_order: KeepOrder = "stars"
+    """Which member of a cluster survives: `stars` (most stars, then a known licence,
+    then smallest id) or `stack-v2` (permissive > no licence > non-permissive, then
+    stars, then id); stages/keeper.py."""
     bucket_window: PositiveInt = 8
     """In a bucket sorted by document, each member pairs with the next `bucket_window`
     members: all pairs for buckets up to bucket_window+1 members, a connected band of
     pairs (linear, not quadratic) for larger ones."""
+    against: list[str] = []
+    """Earlier finished run folders (local or fsspec): documents near-duplicating one of
+    their kept documents are removed as `near_duplicate_of_earlier`, before this run's
+    own clustering. Each needs a dedup index with the same seed, permutations, bands,
+    rows, ngram, tokenizer, scheme and backend."""
+    index: bool = False
+    """Write this run's dedup index (`<run>/index/`) when the run ends, so later runs can
+    deduplicate against it."""
 
     @model_validator(mode="after")
     def _bands_rows(self) -> MinHashParams:

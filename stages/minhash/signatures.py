@@ -3,7 +3,7 @@
 Writes, for the shard's in-scope documents:
 - `bands/<shard>/part-PPPP.parquet`: (band, bucket, key) for the bands b with
   b % partitions == P, sorted: the buckets phase reads one part of every shard;
-- `meta/<shard>.parquet`: (key, id, stars, licensed, shingles): what choosing a
+- `meta/<shard>.parquet`: (key, id, stars, license_rank, shingles): what choosing a
   keeper needs;
 - with verification, `shingles/<shard>/part-QQQQ.parquet`: (key, sorted unique
   shingle hashes) for the documents of document partition Q.
@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from lemur_data.filters.minhash.shingles import Mode, batch_shingle_hashes, shingles
 from lemur_data.stages import storage
 from lemur_data.stages.base import in_scope
+from lemur_data.stages.keeper import license_ranks
 from lemur_data.stages.minhash.hashing import (
     band_buckets,
     datasketch_signatures,
@@ -34,7 +35,7 @@ from lemur_data.stages.minhash.params import MinHashParams
 
 BAND_SCHEMA = pa.schema([("band", pa.uint16()), ("bucket", pa.uint64()), ("key", pa.uint64())])
 META_SCHEMA = pa.schema([("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),
-                         ("licensed", pa.bool_()), ("shingles", pa.int64())])
+                         ("license_rank", pa.int8()), ("shingles", pa.int64())])
 # `shingles`: distinct shingles with verification, else shingles with repeats.
 SHINGLE_SCHEMA = pa.schema([("key", pa.uint64()), ("hashes", pa.list_(pa.uint32()))])
 
@@ -102,7 +103,7 @@ class SignShard:
             storage.write_parquet_atomic(self.bands_out[part], out)
 
     def _write_meta(self, docs: pa.Table, keys: np.ndarray, counts: np.ndarray) -> None:
-        licensed = pc.fill_null(pc.not_equal(docs.column("license"), "unknown"), False)
+        licensed = license_ranks(docs.column("license"), self.params.keep_order)
         meta = pa.table([pa.array(keys), docs.column("id").cast(pa.string()),
                          pc.fill_null(docs.column("stars"), 0).cast(pa.int64()),
                          licensed, pa.array(counts.astype(np.int64))], schema=META_SCHEMA)

@@ -15,6 +15,11 @@ partitioning, never by the corpus):
 The applier then removes the others shard by shard with reason
 `near_duplicate`. Keeper priority: most stars, then a known license, then
 smallest id (as exact dedup).
+
+With `against` (earlier runs' indexes), `buckets` also finds candidates against
+the earlier kept documents, `verify_earlier` checks them, and `components` removes
+the matched documents (`near_duplicate_of_earlier`) before clustering the rest
+(stages/minhash/earlier.py).
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ from lemur_data.stages.base import (
     StageResult,
     Task,
 )
+from lemur_data.stages.incremental.index import MINHASH_KEYS, Earlier, earlier_runs
 from lemur_data.stages.minhash.buckets import BucketPartition
 from lemur_data.stages.minhash.components import Components
+from lemur_data.stages.minhash.earlier import CheckEarlier
 from lemur_data.stages.minhash.files import WorkFiles
 from lemur_data.stages.minhash.params import MinHashParams
 from lemur_data.stages.minhash.signatures import SignShard
@@ -60,14 +67,23 @@ class MinHashApplier(DocumentStage[MinHashParams]):
         path = self.files.decisions(self.part_of_shard[ctx.shard_id])
         fs, local = storage.filesystem(path)
         drops = ds.dataset(local, format="parquet", filesystem=fs).to_table(
-            filter=ds.field("shard") == ctx.shard_id, columns=["id", "kept_id", "cluster", "size"])
+            filter=ds.field("shard") == ctx.shard_id,
+            columns=["id", "kept_id", "cluster", "size", "earlier"])
         decided = {row["id"]: row for row in drops.to_pylist()}
         reasons, details = [], []
         for doc_id in docs.column("id").to_pylist():
             row = decided.get(doc_id)
-            reasons.append("near_duplicate" if row else None)
-            details.append(f"near duplicate of {row['kept_id']} (cluster {row['cluster']}, "
-                           f"{row['size']} documents)" if row else None)
+            if row is None:
+                reasons.append(None)
+                details.append(None)
+            elif row["earlier"] is None:
+                reasons.append("near_duplicate")
+                details.append(f"near duplicate of {row['kept_id']} (cluster {row['cluster']}, "
+                               f"{row['size']} documents)")
+            else:
+                reasons.append("near_duplicate_of_earlier")
+                details.append(f"near duplicate of {row['kept_id']} in earlier run "
+                               f"{row['earlier']}")
         return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
 
@@ -80,6 +96,7 @@ class MinHash(GlobalStage[MinHashParams]):
         files, parts = WorkFiles(ctx.work_dir), range(p.partitions)
         shards = sorted(ctx.input_shards)
         seed = p.effective_seed(ctx.seed)
+        earlier = tuple(self.earlier(ctx.seed))
 
         def task(key: str, run: Any) -> Task:
             return Task(key, run, outputs=run.outputs())
@@ -94,7 +111,8 @@ class MinHash(GlobalStage[MinHashParams]):
         bucketing = Phase("buckets", [
             task(f"part-{band:04d}", BucketPartition(
                 tuple(files.bands(shard, band) for shard in shards),
-                tuple(files.pairs(band, q) for q in parts), p.bucket_window))
+                tuple(files.pairs(band, q) for q in parts), p.bucket_window, band, earlier,
+                tuple(files.earlier_pairs(band, q) for q in parts) if earlier else ()))
             for band in parts])
         phases = [signing, bucketing]
         candidate_files: tuple[str, ...] = ()
@@ -116,11 +134,33 @@ class MinHash(GlobalStage[MinHashParams]):
             candidate_files = tuple(files.shipped_pairs(src, q) for src in parts for q in parts)
         else:
             edge_files = tuple(files.pairs(band, q) for band in parts for q in parts)
+        earlier_files: tuple[str, ...] = ()
+        if earlier and p.verify:
+            phases.append(Phase("verify_earlier", [
+                task(f"part-{q:04d}", CheckEarlier(
+                    tuple(files.earlier_pairs(band, q) for band in parts), shingles[q],
+                    earlier, files.earlier_edges(q), p.threshold))
+                for q in parts]))
+            earlier_files = tuple(files.earlier_edges(q) for q in parts)
+        elif earlier:
+            earlier_files = tuple(files.earlier_pairs(band, q) for band in parts for q in parts)
         phases.append(Phase("components", [task("all", Components(
             edge_files, candidate_files, tuple(files.meta(shard) for shard in shards),
             tuple(shards), decisions_out=tuple(files.decisions(q) for q in parts),
-            clusters_out=files.clusters()))]))
+            clusters_out=files.clusters(), keep_order=p.keep_order,
+            earlier_files=earlier_files, earlier=earlier))]))
         return phases
+
+    def earlier(self, manifest_seed: int) -> list[Earlier]:
+        """The `against` runs, checked: refused if an index is missing, of another format,
+        or made with other MinHash parameters (EarlierRunError names the parameter)."""
+        p = self.params
+        bands, rows = p.lsh_shape()
+        mine = {"seed": p.effective_seed(manifest_seed), "permutations": p.permutations,
+                "bands": bands, "rows": rows, "ngram": p.ngram, "tokenizer": p.tokenizer,
+                "scheme": p.scheme, "backend": p.backend}
+        assert set(mine) == set(MINHASH_KEYS)
+        return earlier_runs(p.against, "minhash", mine)
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
         p = self.params

@@ -1,7 +1,10 @@
 """Mix parameters, the mixture's components, and which component each document joins.
 
 A document counts for the most specific weight key that matches it:
-`source:lang`, `source`, `kind:lang`, then `kind`. Without weights the
+`source:lang`, `source`, `kind:lang`, then `kind`. A repository document (the
+repo_context stage's, `repo_files` set) first tries the same keys with `@repo`
+appended (`code@repo`, `stack-python@repo`), so a mixture can weight repository
+documents against single files, as StarCoder2 mixes both. Without weights the
 components are the kinds, each taken once.
 """
 
@@ -13,16 +16,20 @@ from typing import Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ByteSize, Field, PositiveFloat, PositiveInt
 
 from lemur_data.stages.base import StageParams
 
 KINDS = ("code", "text")
+REPO_SUFFIX = "@repo"
+REPO_FILES = "repo_files"  # the repo_context stage's column: set on repository documents
 
 
 class MixParams(StageParams):
     weights: dict[str, PositiveFloat] | None = None
-    """Component -> weight (kind, source, `kind:lang`, `source:lang`); none: each kind once."""
+    """Component -> weight (kind, source, `kind:lang`, `source:lang`, each optionally with
+    `@repo` for repository documents); none: each kind once."""
     total_tokens: PositiveFloat | None = None
     """Token budget of the mix; none: every document once (weights must be none too)."""
     max_shard_bytes: ByteSize = ByteSize(8 * 10**9)
@@ -63,8 +70,12 @@ def assign(table: pa.Table, keys: list[str]) -> np.ndarray:
     index = {k: i for i, k in enumerate(keys)}
     out = np.full(table.num_rows, -1, np.int32)
     columns = [table.column(c).to_pylist() for c in ("source", "kind", "lang")]
+    is_repo = (pc.is_valid(table.column(REPO_FILES)).to_pylist()
+               if REPO_FILES in table.column_names else [False] * table.num_rows)
     for row, (source, kind, lang) in enumerate(zip(*columns, strict=True)):
-        for key in (f"{source}:{lang}", source, f"{kind}:{lang}", kind):
+        plain = (f"{source}:{lang}", source, f"{kind}:{lang}", kind)
+        candidates = tuple(k + REPO_SUFFIX for k in plain) + plain if is_repo[row] else plain
+        for key in candidates:
             if key in index:
                 out[row] = index[key]
                 break

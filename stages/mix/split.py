@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lemur_data.stages import storage
-from lemur_data.stages.mix.params import Component, assign
+from lemur_data.stages.mix.params import REPO_FILES, Component, assign
 from lemur_data.stages.mix.select import bucket_of, hashes_of
 from lemur_data.stages.tokenize.stage import TOKEN_IDS
 
@@ -29,7 +29,10 @@ class SplitShard:
     bits: int
 
     def __call__(self) -> dict[str, Any]:
-        table = storage.read_parquet(self.shard_path, ["id", "source", "kind", "lang", TOKEN_IDS])
+        columns = ["id", "source", "kind", "lang", TOKEN_IDS]
+        if REPO_FILES in storage.parquet_columns(self.shard_path):  # after repo_context
+            columns.append(REPO_FILES)
+        table = storage.read_parquet(self.shard_path, columns)
         ids = table.column(TOKEN_IDS).combine_chunks()
         dtype = np.dtype(ids.type.value_type.to_pandas_dtype())
         which = assign(table, [c.key for c in self.components])

@@ -65,18 +65,73 @@ class RowCollector:
     def __init__(self, source: SourceInfo) -> None:
         self.source = source
         self.columns: dict[str, list[Any]] = {name: [] for name in READ_SCHEMA.names}
+        self.origins: list[str | None] = []
 
     def add(self, locator: str, text: str, reason: str | None = None,
-            detail: str | None = None, **fields: Any) -> None:
-        row = {"id": document_id(self.source.name, locator), "text": text,
+            detail: str | None = None, origin: str | None = None, **fields: Any) -> None:
+        """One row; `origin` (file and line) is only used to name a row that turns out to
+        hold a lone surrogate, which arrow cannot store (see `table`)."""
+        try:
+            doc_id = document_id(self.source.name, locator)
+        except UnicodeEncodeError:  # a non-UTF-8 file name or JSON "\ud800" in the locator
+            doc_id = document_id(self.source.name, escape_surrogates(locator))
+        row = {"id": doc_id, "text": text,
                "source": self.source.name, "kind": self.source.kind,
                "lang": self.source.lang, "reason": reason, "detail": detail}
         row.update({k: v for k, v in fields.items() if v is not None})
         for name in READ_SCHEMA.names:
             self.columns[name].append(row.get(name))
+        self.origins.append(origin)
 
     def table(self) -> pa.Table:
-        return pa.Table.from_pydict(self.columns, schema=READ_SCHEMA)
+        try:
+            return pa.Table.from_pydict(self.columns, schema=READ_SCHEMA)
+        except UnicodeEncodeError:
+            # Rare, so the clean path pays nothing: find the rows, quarantine them.
+            self._quarantine_surrogates()
+            return pa.Table.from_pydict(self.columns, schema=READ_SCHEMA)
+
+    def _quarantine_surrogates(self) -> None:
+        """Quarantine rows with a lone surrogate (`ingest:invalid_unicode`), escaping it
+        so the row can be stored, and name the file, line and field in `detail`."""
+        names = [n for n, t in zip(READ_SCHEMA.names, READ_SCHEMA.types, strict=True)
+                 if pa.types.is_string(t) or pa.types.is_large_string(t)]
+        for i, origin in enumerate(self.origins):
+            bad = [n for n in names if _has_surrogate(self.columns[n][i])]
+            if not bad:
+                continue
+            first = self.columns[bad[0]][i]
+            char = next(c for c in first if "\ud800" <= c <= "\udfff")
+            for n in bad:
+                self.columns[n][i] = escape_surrogates(self.columns[n][i])
+            self.columns["reason"][i] = "invalid_unicode"
+            if origin is None and bad[0] == "path" and "\udc80" <= char <= "\udcff":
+                # a file name from the file system: surrogateescape of a non-UTF-8 byte
+                self.columns["detail"][i] = (f"{self.columns['path'][i]}: file name is not "
+                                             f"UTF-8 (byte 0x{ord(char) - 0xDC00:02X})")
+            else:
+                where = origin or self.columns["path"][i]
+                self.columns["detail"][i] = (f"{where}: lone surrogate U+{ord(char):04X} "
+                                             f"in field {bad[0]!r}")
+
+
+def _has_surrogate(value: Any) -> bool:
+    if not isinstance(value, str) or value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def escape_surrogates(value: str) -> str:
+    """`value` storable as UTF-8: bytes of a non-UTF-8 file name (surrogateescape) as
+    `\\xe9`, any other lone surrogate as `\\ud800`. Deterministic, so ids stay stable."""
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def bad_file_table(source: SourceInfo, rel: str, error: str) -> pa.Table:
@@ -156,4 +211,4 @@ def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int)
 
 __all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "ReaderError", "ReaderParams",
            "RowCollector", "SourceInfo", "bad_file_table", "chunk_by", "decode_text",
-           "document_id", "expand_paths"]
+           "document_id", "escape_surrogates", "expand_paths"]

@@ -2,14 +2,16 @@
 
 `tree` walks a folder of repositories: the language comes from the file name,
 extension and shebang, the repo from the first path components, and the license
-from a LICENSE/COPYING file at the repo's top. `files` takes glob patterns
-(local or fsspec URLs), one document per file.
+from the package's `*.dist-info/METADATA` when the root is a site-packages folder
+(package_license.py), else from a LICENSE/COPYING file at the repo's top. `files`
+takes glob patterns (local or fsspec URLs), one document per file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Literal
@@ -29,11 +31,15 @@ from lemur_data.stages.readers.common import (
     expand_paths,
     file_size,
 )
+from lemur_data.stages.readers.package_license import PackageLicenses
 
 DEFAULT_EXCLUDE = ["*/.git/*", ".git/*", "*/__pycache__/*", "__pycache__/*", "*.pyc", "*.pyo",
                    "*/node_modules/*", "*.so", "*.o", "*.a", "*.dylib", "*.dll", "*.exe",
                    "*.whl", "*.egg", "*.zip", "*.gz", "*.png", "*.jpg", "*.gif", "*.ico"]
 SNIFF_BYTES = 8192
+_SPECIAL = {stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
+            stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
+            stat.S_IFDIR: "folder"}
 
 
 class TreeParams(ReaderParams):
@@ -48,7 +54,11 @@ class TreeParams(ReaderParams):
     repo_depth: int = 0
     """Path components below root that name a repo (0: the root itself is the repo)."""
     license: str | None = None
-    """Fixed license for every file; otherwise read from each repo's LICENSE file."""
+    """Fixed license for every file; otherwise the repo's installed package metadata
+    (`*.dist-info/METADATA` beside it), else its LICENSE file."""
+    follow_symlinks: bool = False
+    """Read what a symlink to a file points to (a link to a folder is never walked, so a
+    loop cannot hang the walk). Off: each symlink is an `ingest:symlink` record."""
 
 
 class FilesParams(ReaderParams):
@@ -72,27 +82,56 @@ class TreeReader:
             os.path.join(root, d) for d in sorted(self.params.subdirs)
             if os.path.isdir(os.path.join(root, d))]
         files = [item for top in tops for item in self._walk(root, top)]
-        licenses = {repo: _license_of(os.path.join(root, repo)) for repo in
-                    sorted({self._repo(rel) for rel, _ in files})}
-        chunks = chunk_by(files, [size for _, size in files], max_docs, max_bytes)
+        licenses = self._licenses(root, sorted({self._repo(rel) for rel, _, _ in files}))
+        chunks = chunk_by(files, [size for _, size, _ in files], max_docs, max_bytes)
         return [InputUnit(self.source.name, i,
                           {"root": root, "files": chunk,
-                           "licenses": {r: licenses[r] for r in {self._repo(f) for f, _ in chunk}}},
-                          len(chunk), sum(s for _, s in chunk))
+                           "licenses": {r: licenses[r] for r in
+                                        {self._repo(f) for f, _, _ in chunk}}},
+                          len(chunk), sum(s for _, s, _ in chunk))
                 for i, chunk in enumerate(chunks)]
 
-    def _walk(self, root: str, top: str) -> Iterator[tuple[str, int]]:
+    def _licenses(self, root: str, repos: list[str]) -> dict[str, str | None]:
+        if self.params.license is not None:
+            return {repo: self.params.license for repo in repos}
+        packages = PackageLicenses(root, _license_in_text)
+        return {repo: (repo and packages.license(repo.rsplit("/", 1)[-1]))
+                or _license_of(os.path.join(root, repo)) for repo in repos}
+
+    def _walk(self, root: str, top: str) -> Iterator[tuple[str, int, str | None]]:
+        """(path below root, size, why it is skipped or None) of every selected entry.
+
+        Only regular files are read: opening a FIFO blocks forever, and sockets and
+        devices are no documents. Those, and symlinks not followed, become records
+        with their reason, so nothing in the tree disappears without a word.
+        """
         for folder, dirs, names in os.walk(top):
             dirs.sort()
             # relpath once per folder, not per file: it normalizes both paths each call
             base = os.path.relpath(folder, root).replace(os.sep, "/")
             prefix = "" if base == "." else base + "/"
-            for name in sorted(names):
-                full = os.path.join(folder, name)
+            linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+            for name in sorted(names + linked):
                 rel = prefix + name
-                if not self._selected(rel) or os.path.islink(full):  # lstat only the kept
+                if not self._selected(rel):
                     continue
-                yield rel, os.path.getsize(full)
+                yield rel, *self._entry(os.path.join(folder, name))
+
+    def _entry(self, full: str) -> tuple[int, str | None]:
+        try:
+            info = os.lstat(full)
+            if stat.S_ISLNK(info.st_mode):
+                if not self.params.follow_symlinks:
+                    return 0, (f"symlink to {os.readlink(full)} (not followed: set "
+                               "reader.follow_symlinks to read it)")
+                info = os.stat(full)
+                if stat.S_ISDIR(info.st_mode):
+                    return 0, f"symlink to the folder {os.readlink(full)} (never walked)"
+        except OSError as error:  # a dangling link, or gone since the listing
+            return 0, f"unreadable: {error.strerror}"
+        if not stat.S_ISREG(info.st_mode):
+            return 0, _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        return info.st_size, None
 
     def _selected(self, rel: str) -> bool:
         return (any(fnmatchcase(rel, p) for p in self.params.include)
@@ -109,9 +148,15 @@ class TreeReader:
         rows = RowCollector(self.source)
         root = unit.payload["root"]
         base = os.path.basename(os.path.normpath(root))
-        for rel, size in unit.payload["files"]:
+        for rel, size, skipped in unit.payload["files"]:
             repo = self._repo(rel)
             license_ = self.params.license or unit.payload["licenses"].get(repo)
+            if skipped is not None:
+                reason = ("symlink" if skipped.startswith("symlink") else "unreadable_file"
+                          if skipped.startswith("unreadable") else "not_regular_file")
+                rows.add(rel, "", reason, f"{rel}: {skipped}", path=rel, repo=repo or base,
+                         license=license_)
+                continue
             read_file_document(rows, os.path.join(root, rel), rel, size, self.source,
                                repo=repo or base, license=license_)
         return rows.table()
@@ -182,11 +227,16 @@ def _license_of(folder: str) -> str | None:
     except OSError:
         return None
     for name in names:
-        if _LICENSE_FILE.match(name):
+        # isfile: a FIFO named LICENSE would block open() forever
+        if _LICENSE_FILE.match(name) and os.path.isfile(os.path.join(folder, name)):
             with open(os.path.join(folder, name), "rb") as handle:
                 text = handle.read(20000).decode("utf-8", "replace")
-            for spdx, marker in _LICENSE_MARKERS:
-                if re.search(marker, text, re.IGNORECASE):
-                    return spdx
-            return "unknown"
+            return _license_in_text(text) or "unknown"
+    return None
+
+
+def _license_in_text(text: str) -> str | None:
+    for spdx, marker in _LICENSE_MARKERS:
+        if re.search(marker, text, re.IGNORECASE):
+            return spdx
     return None

@@ -118,7 +118,7 @@ class JsonlReader:
             fields["path"] = rel
         reason, detail = (("invalid_utf8", f"{where}: {bad_utf8}") if bad_utf8
                           else (None, None))
-        rows.add(locator, text, reason, detail, **fields)
+        rows.add(locator, text, reason, detail, origin=f"{rel} {where}", **fields)
 
 
 _SAMPLE_BYTES = 1 << 18

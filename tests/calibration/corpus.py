@@ -1,16 +1,17 @@
 """Real source files per language for calibrating the syntax stage, and damaged copies.
 
-Where the files come from (all real, none written by us):
-- the Python installation: stdlib and site-packages (.py, .c, .h, .css, .json, ...);
-- Debian packages that ship source (see .ci/apt-packages.txt): openjdk-17-source
-  (src.zip), golang-1.19-src, librust-*-dev crates, php-*, ruby-*, node-typescript,
-  libstdc++ and Boost headers, shell scripts in /usr/bin;
-- packages fetched by `fetch.py` from npm (TypeScript, TSX) and PyPI (pythonnet's
-  sdist, for C#) into FETCHED.
+Where the files come from (all real, none written by us): the fixtures of
+`tests/fixtures/fetch.py` (`python tests/fixtures/fetch.py` fetches them), pinned
+Debian Bookworm packages that ship source (Debian's Python 3.11 standard library,
+openjdk-17-source's src.zip, golang-1.19-src, librust-*-dev crates, php-*, ruby-*,
+node-typescript, libc, kernel, OpenSSL, libstdc++ and Boost headers, shell scripts of
+gzip, debianutils, xdg-utils and ucf, HTML and CSS documentation),
+npm packages (npm itself, rxjs, TanStack: JavaScript, JSON, HTML, TypeScript, TSX) and
+pythonnet's sdist from PyPI (C#).
 
-Lists in `files/<Language>.txt` name the sampled files with placeholders
-({stdlib}, {base_purelib}, {include}, {fetched}; zip members as `archive.zip!member`)
-so that they resolve on any machine of this kind. `sample_files.py` writes them.
+Lists in `files/<Language>.txt` name the sampled files as `fixture:path/in/fixture`
+(zip members as `archive.zip!member`), so they resolve on any machine that fetched
+the fixtures. `sample_files.py` writes them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import functools
 import os
 import random
 import sys
-import sysconfig
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,73 +30,78 @@ from lemur_data.filters.langid.code import detect_code_language
 
 HERE = Path(__file__).resolve().parent
 LISTS = HERE / "files"
-FETCHED = Path(os.environ.get("LEMUR_CALIBRATION_CACHE",
-                              Path.home() / ".cache" / "lemur-data" / "calibration"))
-_BASE = {"base": sys.base_prefix, "platbase": sys.base_prefix,
-         "installed_base": sys.base_prefix, "installed_platbase": sys.base_prefix}
-PLACES = {
-    "stdlib": sysconfig.get_paths()["stdlib"],
-    "base_purelib": sysconfig.get_paths(vars=_BASE)["purelib"],
-    "include": sysconfig.get_paths()["include"],
-    "fetched": str(FETCHED),
-}
+sys.path.insert(0, str(HERE.parent))
+from fixtures import resolve  # noqa: E402
+
 MIN_BYTES, MAX_BYTES = 200, 256 * 1024
 
 
 @dataclass(frozen=True)
 class Root:
-    """A folder (or zip) to draw files of one language from."""
+    """A folder (or zip) of a fixture to draw files of one language from."""
 
-    path: str
+    path: str  # fixture:relative/path
     language: str
     exclude: tuple[str, ...] = ()
     forced: bool = False  # every file is `language`, whatever its name says (C++ headers)
     shebang_only: bool = False  # scripts without extension: language from `#!` only
 
 
+RUST = tuple(f"librust-{crate}-dev" for crate in (
+    "regex", "serde", "syn", "tokio", "libc", "winapi", "rayon", "rayon-core", "hashbrown", "bytes",
+    "crossbeam-channel", "petgraph", "mio", "indexmap", "rand", "parking-lot", "getrandom",
+    "pin-project-lite"))
+PHP = ("php-symfony-console", "php-monolog", "php-guzzlehttp-psr7", "php-twig",
+       "php-league-commonmark")
+RUBY = ("ruby-rack", "ruby-thor", "ruby-rspec-core", "ruby-i18n", "ruby-sinatra")
+TESTS_RUBY = ("/test/", "/spec/fixtures")
+SHELL_BIN = ("gzip:bin", "debianutils:bin", "debianutils:sbin", "debianutils:usr/bin",
+             "debianutils:usr/sbin", "xdg-utils:usr/bin", "ucf:usr/bin")
+TANSTACK = ("@tanstack/react-query:package", "@tanstack/react-router:package")
+
 # Intentionally broken test inputs (badsyntax_*.py, Go testdata) are excluded:
 # they would count against the grammar for files that are meant not to parse.
 ROOTS: list[Root] = [
-    Root("{stdlib}", "Python", ("/test/", "/lib2to3/", "/site-packages/", "/idlelib/")),
-    Root("{base_purelib}", "Python", ("/tests/", "/test/", "_py2", "/testdata/")),
-    Root("{stdlib}/../..", "C", ("/test", "/site-packages/numpy/")),
-    Root("{include}", "C"),
-    Root("/usr/include", "C", ("/c++/", "/boost/")),
-    Root("/usr/share/go-1.19/misc/cgo", "C"),
-    Root("/usr/include/c++/12", "C++", forced=True),
-    Root("/usr/include/boost", "C++"),
-    Root("/usr/lib/jvm/openjdk-17/lib/src.zip", "Java"),
-    Root("/usr/share/go-1.19/src", "Go", ("/testdata/",)),
-    Root("/usr/share/cargo/registry", "Rust"),
-    Root("/usr/share/php", "PHP"),
-    Root("/usr/lib/ruby", "Ruby", ("/test/", "/spec/fixtures")),
-    Root("/usr/bin", "Shell", shebang_only=True),
-    Root("/usr/lib", "Shell", ("/node_modules/", "/jvm/", "/ruby/", "/go-")),
-    Root("/usr/share", "Shell", ("/go-1.19/", "/cargo/", "/nodejs/")),
-    Root("/usr/lib/node_modules/npm", "JavaScript", ("/test/",)),
-    Root("/usr/share/javascript", "JavaScript"),
-    Root("/usr/share/nodejs", "JavaScript"),
-    Root("{fetched}", "TypeScript", ("/__tests__/",)),
-    Root("/usr/share/nodejs/typescript", "TypeScript"),
-    Root("{fetched}", "TSX"),
-    Root("{fetched}", "C#", ("/tests/",)),
-    Root("/usr/share/doc", "HTML"),
-    Root("/usr/lib/node_modules/npm/docs", "HTML"),
-    Root("{base_purelib}", "HTML", ("/tests/",)),
-    Root("{base_purelib}", "CSS"),
-    Root("/usr/share", "CSS"),
-    Root("/usr/lib", "CSS", ("/python3",)),
-    Root("{base_purelib}", "JSON", ("/tests/",)),
-    Root("/usr/lib/node_modules/npm", "JSON"),
-    Root("/usr/share", "JSON"),
+    *(Root(f"{name}:usr/lib/python3.11", "Python", ("/test/", "/lib2to3/", "/idlelib/"))
+      for name in ("libpython3.11-minimal", "libpython3.11-stdlib")),
+    *(Root(f"{name}:usr/include", "C") for name in ("linux-libc-dev", "libc6-dev", "libssl-dev")),
+    Root("golang-1.19-src:usr/share/go-1.19/misc/cgo", "C"),
+    Root("libstdc++-12-dev:usr/include/c++/12", "C++", forced=True),
+    Root("libboost1.74-dev:usr/include/boost", "C++"),
+    Root("openjdk-17-source:usr/lib/jvm/openjdk-17/lib/src.zip", "Java"),
+    Root("golang-1.19-src:usr/share/go-1.19/src", "Go", ("/testdata/",)),
+    *(Root(f"{name}:usr/share/cargo/registry", "Rust") for name in RUST),
+    *(Root(f"{name}:usr/share/php", "PHP") for name in PHP),
+    Root("libruby3.1:usr/lib/ruby", "Ruby", TESTS_RUBY),
+    *(Root(f"{name}:usr/share/rubygems-integration", "Ruby", TESTS_RUBY) for name in RUBY),
+    *(Root(folder, "Shell", shebang_only=True) for folder in SHELL_BIN),
+    Root("golang-1.19-src:usr/share/go-1.19", "Shell", ("/testdata/",)),
+    Root("npm:package", "JavaScript", ("/test/",)),
+    Root("libjs-jquery:usr/share/javascript", "JavaScript"),
+    Root("node-typescript:usr/share/nodejs", "JavaScript"),
+    Root("rxjs:package", "TypeScript"),
+    *(Root(folder, "TypeScript", ("/__tests__/",)) for folder in TANSTACK),
+    Root("node-typescript:usr/share/nodejs/typescript", "TypeScript"),
+    *(Root(folder, "TSX") for folder in TANSTACK),
+    Root("pythonnet:", "C#", ("/tests/",)),
+    Root("npm:package/docs", "HTML"),
+    Root("libxslt1-dev:usr/share/doc", "HTML"),
+    Root("nodejs-doc:usr/share/doc", "HTML"),
+    Root("source-highlight:usr/share", "CSS"),
+    Root("nodejs-doc:usr/share", "CSS"),
+    Root("libxslt1-dev:usr/share", "CSS"),
+    Root("libruby3.1:usr/lib/ruby", "CSS"),
+    Root("npm:package", "JSON"),
+    Root("node-typescript:usr/share/nodejs", "JSON"),
 ]
 
 LANGUAGES = ["Python", "JavaScript", "TypeScript", "TSX", "Java", "C", "C++", "C#", "Go",
              "Rust", "PHP", "Ruby", "Shell", "HTML", "CSS", "JSON"]
 
 
-def expand(path: str) -> str:
-    return os.path.normpath(path.format(**PLACES))
+def expand(entry: str) -> str:
+    """The path of a `fixture:path` entry (fails the test when the fixture is missing)."""
+    return os.path.normpath(resolve(entry))
 
 
 @functools.lru_cache(maxsize=4)
@@ -161,9 +166,10 @@ def candidates(root: Root) -> Iterator[str]:
             except OSError:
                 continue
             if _language_of(root, name, head) == root.language and _is_text(head):
-                found.append(placeholder + relative)
+                found.append(placeholder + (relative.lstrip("/") if placeholder.endswith(":")
+                                            else relative))
         if root.shebang_only:
-            break  # /usr/bin: its top level only
+            break  # a bin folder: its top level only
     yield from found
 
 

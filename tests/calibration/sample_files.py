@@ -1,8 +1,9 @@
 """Sample the calibration files per language and write `files/<Language>.txt`.
 
 Deterministic: candidates are sorted, then sampled with a fixed seed, so the
-same machine gives the same lists. Rerun after changing ROOTS in corpus.py:
-    python tests/calibration/sample_files.py [--per-language 300]
+same fixtures (tests/fixtures/fetch.py) give the same lists on any machine.
+Rerun after changing ROOTS in corpus.py or a fixture's version:
+    python tests/fixtures/fetch.py && python tests/calibration/sample_files.py
 """
 
 from __future__ import annotations

@@ -1,0 +1,209 @@
+"""Jupyter notebooks as training text: a script in the notebook's language, or
+StarCoder2's structured format. Pure functions, no I/O.
+
+- `script`: jupytext writes the notebook as a script of its language (code cells
+  as code, markdown cells as comments), as StarCoder's "Jupyter scripts" were made.
+  Cell outputs and metadata never reach the text; jupytext's YAML header is off.
+- `structured`: `<jupyter_start><jupyter_text>MD<jupyter_code>CODE<jupyter_output>OUT...`
+  (StarCoder2's "Jupyter structured"): runs of cells of one kind are merged, only
+  text outputs are kept (cut at a length), images and widgets are dropped, and a
+  code run with no text output gets `<empty_output>`.
+
+A text that is not a notebook nbformat reads and validates raises `InvalidNotebook`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jupytext
+import nbformat
+from jupytext.languages import _SCRIPT_EXTENSIONS
+from nbformat.reader import NotJSONError
+from nbformat.validator import ValidationError
+
+from lemur_data.filters.langid.code import EXTENSIONS
+
+START, TEXT, CODE, OUTPUT, EMPTY = ("<jupyter_start>", "<jupyter_text>", "<jupyter_code>",
+                                   "<jupyter_output>", "<empty_output>")
+SPECIAL_TOKENS = (START, TEXT, CODE, OUTPUT, EMPTY)
+_WIDGET_TYPES = ("application/vnd.jupyter.widget-view+json",
+                 "application/vnd.jupyter.widget-state+json")
+
+# Kernel language names that are not The Stack's name in lower case.
+_LANGUAGE_ALIASES = {"csharp": "C#", "c#": "C#", "fsharp": "F#", "f#": "F#", "bash": "Shell",
+                     "sh": "Shell", "zsh": "Shell", "python3": "Python", "python2": "Python",
+                     "ipython": "Python", "ipython3": "Python", "javascript": "JavaScript",
+                     "typescript": "TypeScript", "cpp": "C++", "c++11": "C++", "c++14": "C++",
+                     "c++17": "C++", "matlab": "MATLAB", "octave": "MATLAB", "wolfram language":
+                     "Mathematica", "sage": "Python", "sagemath": "Python"}
+_BY_NAME = {name.lower(): name for name in EXTENSIONS.values()}
+# The Stack's name -> an extension jupytext writes that language with.
+_JUPYTEXT_EXTENSION: dict[str, str] = {}
+for _ext, _name in EXTENSIONS.items():
+    if _ext in _SCRIPT_EXTENSIONS:
+        _JUPYTEXT_EXTENSION.setdefault(_name, _ext)
+_JUPYTEXT_EXTENSION.update({"MATLAB": ".m", "Mathematica": ".wolfram", "Python": ".py"})
+_STACK_NAME_OF_EXTENSION = {**{e: n for e, n in EXTENSIONS.items()}, ".m": "MATLAB",
+                            ".wolfram": "Mathematica", ".sage": "Python", ".q": "Q",
+                            ".R": "R", ".r": "R"}
+
+
+class InvalidNotebook(ValueError):
+    """The text is not a notebook that nbformat reads and validates."""
+
+
+@dataclass(frozen=True)
+class NotebookLanguage:
+    name: str | None
+    """The Stack's name of the notebook's language (Python, R, Julia, ...), None if unknown."""
+    extension: str | None
+    """The script extension jupytext writes it with, None if jupytext has no such language."""
+
+
+def read_notebook(text: str) -> nbformat.NotebookNode:
+    """Parse and validate a notebook of any nbformat version, as version 4.
+
+    Done with nbformat's reader and validator directly, not `nbformat.reads`, which
+    logs every invalid notebook at error level (a corpus has many)."""
+    try:
+        with warnings.catch_warnings():
+            # nbformat warns while it normalises (missing cell ids, ...); the result
+            # is validated below, so the warnings say nothing more.
+            warnings.simplefilter("ignore")
+            nb = nbformat.reader.reads(text)
+            nb = nbformat.convert(nb, 4)
+            nbformat.validate(nb)
+    except NotJSONError as error:
+        raise InvalidNotebook(f"not JSON: {str(error)[:200]}") from None
+    except ValidationError as error:
+        where = "/".join(str(p) for p in error.absolute_path) or "notebook"
+        raise InvalidNotebook(f"schema: {where}: {error.message[:200]}") from None
+    except (nbformat.reader.NotJSONError, ValueError, KeyError, TypeError, AttributeError,
+            json.JSONDecodeError) as error:
+        raise InvalidNotebook(f"{type(error).__name__}: {str(error)[:200]}") from None
+    return nb
+
+
+def notebook_language(nb: nbformat.NotebookNode, default: str | None = None) -> NotebookLanguage:
+    """The language from `metadata.language_info` (file_extension, then name), else
+    from the kernelspec (language, then name), else `default` (old IPython notebooks
+    carry no language at all)."""
+    meta = nb.get("metadata", {})
+    info = meta.get("language_info", {}) or {}
+    kernel = meta.get("kernelspec", {}) or {}
+    name: str | None = None
+    extension = info.get("file_extension")
+    if isinstance(extension, str) and extension:
+        extension = extension if extension.startswith(".") else "." + extension
+        name = _STACK_NAME_OF_EXTENSION.get(extension)
+    for candidate in (info.get("name"), kernel.get("language"), kernel.get("name")):
+        if name is None and isinstance(candidate, str) and candidate:
+            name = _stack_name(candidate)
+    name = name or default
+    return NotebookLanguage(name, _JUPYTEXT_EXTENSION.get(name) if name else None)
+
+
+def _stack_name(kernel_language: str) -> str | None:
+    key = kernel_language.strip().lower()
+    if key in _LANGUAGE_ALIASES:
+        return _LANGUAGE_ALIASES[key]
+    if key in _BY_NAME:
+        return _BY_NAME[key]
+    # kernel names such as "python3", "ir", "julia-1.9", "conda-env-x-py"
+    for prefix, language in (("python", "Python"), ("julia", "Julia"), ("ir", "R"),
+                             ("scala", "Scala"), ("java", "Java"), ("rust", "Rust"),
+                             ("go", "Go")):
+        if key.startswith(prefix):
+            return language
+    if key.endswith("-py") or "python" in key:
+        return "Python"
+    return None
+
+
+def to_script(nb: nbformat.NotebookNode, extension: str,
+              style: Literal["percent", "light"] = "percent", comment_magics: bool = True) -> str:
+    """The notebook as a script of the language `extension` names (`.py`, `.jl`, ...).
+
+    `comment_magics`: jupytext's default, `%matplotlib inline` becomes
+    `# %matplotlib inline`, so the script parses as the language."""
+    nb = nbformat.from_dict(nb)  # a copy: the metadata below must not leak to the caller
+    nb.metadata["jupytext"] = {"notebook_metadata_filter": "-all",
+                               "cell_metadata_filter": "-all",
+                               "comment_magics": comment_magics}
+    # nbformat admits cells of types from later versions; they have no source to write
+    nb.cells = [c for c in nb.cells if c.get("cell_type") in ("code", "markdown", "raw")]
+    for cell in nb.cells:
+        cell.pop("outputs", None)  # jupytext drops them too; less to copy
+        cell.pop("attachments", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = jupytext.writes(nb, fmt={"extension": extension, "format_name": style})
+    return text if text.endswith("\n") else text + "\n"
+
+
+def to_structured(nb: nbformat.NotebookNode, max_output_chars: int = 1000) -> str:
+    """StarCoder2's structured notebook text (see the module docstring)."""
+    parts = [START]
+    runs = _runs(nb.cells)
+    for kind, cells in runs:
+        if kind == "code":
+            parts += [CODE, "\n".join(_source(c) for c in cells), OUTPUT]
+            outputs = "\n".join(filter(None, (_text_outputs(c) for c in cells)))
+            if len(outputs) > max_output_chars:
+                outputs = outputs[:max_output_chars]
+            parts.append(outputs if outputs.strip() else EMPTY)
+        else:
+            parts += [TEXT, "\n\n".join(_source(c) for c in cells)]
+    return "".join(parts)
+
+
+def _runs(cells: list[Any]) -> list[tuple[str, list[Any]]]:
+    """Consecutive cells of one kind (code, or text: markdown and raw), empty ones skipped."""
+    runs: list[tuple[str, list[Any]]] = []
+    for cell in cells:
+        if not _source(cell).strip():
+            continue
+        kind = "code" if cell.get("cell_type") == "code" else "text"
+        if runs and runs[-1][0] == kind:
+            runs[-1][1].append(cell)
+        else:
+            runs.append((kind, [cell]))
+    return runs
+
+
+def has_content(nb: nbformat.NotebookNode) -> bool:
+    return any(_source(cell).strip() for cell in nb.cells)
+
+
+def _source(cell: Any) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _text_outputs(cell: Any) -> str:
+    """Streams, text/plain results (also beside an image: sympy's pretty print) and
+    `ename: evalue` of errors; images, HTML, LaTeX and widgets are dropped."""
+    texts: list[str] = []
+    for output in cell.get("outputs", []) or []:
+        kind = output.get("output_type")
+        if kind == "stream":
+            texts.append(_joined(output.get("text", "")))
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data") or {}
+            # A widget's text/plain is its Python repr, not something the code printed.
+            if any(m in _WIDGET_TYPES for m in data):
+                continue
+            plain = data.get("text/plain")
+            if plain is not None:
+                texts.append(_joined(plain))
+        elif kind == "error":
+            texts.append(f"{output.get('ename', '')}: {output.get('evalue', '')}")
+    return "\n".join(t.rstrip("\n") for t in texts if t)
+
+
+def _joined(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)

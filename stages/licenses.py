@@ -1,0 +1,60 @@
+"""Keep documents by licence: an SPDX allow-list, or a deny-list.
+
+    - licenses: {allow: permissive}                  # or a list of SPDX ids
+    - licenses: {deny: [GPL-3.0-only, AGPL-3.0-only], missing: drop}
+
+The rules are in filters/licenses.py. Adds `license_class` (permissive,
+no_license, non_permissive) to every document it sees; stats count by it.
+Reasons: `license_not_allowed`, `license_denied`, `no_license`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+
+from lemur_data.filters import licenses as lic
+from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+
+
+class LicensesParams(StageParams):
+    allow: list[str] | Literal["permissive"] | None = None
+    """SPDX ids to keep (any case), or `permissive` (filters/licenses.py's list); a
+    document is kept if one of its licence alternatives has only allowed ids.
+    null: no allow-list."""
+    deny: list[str] = []
+    """SPDX ids to drop: a document whose every alternative has a denied id goes."""
+    missing: Literal["keep", "drop"] = "keep"
+    """Documents with no licence at all (null or empty)."""
+
+
+class Licenses(DocumentStage[LicensesParams]):
+    name = "licenses"
+    Params = LicensesParams
+    count_columns = ("license_class",)
+
+    def added_columns(self) -> list[pa.Field]:
+        return [pa.field("license_class", pa.string())]
+
+    def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        p = self.params
+        allow = (lic.PERMISSIVE if p.allow == "permissive"
+                 else None if p.allow is None else frozenset(a.lower() for a in p.allow))
+        deny = frozenset(d.lower() for d in p.deny)
+        classes: list[str] = []
+        reasons: list[str | None] = []
+        cache: dict[str | None, tuple[str, str | None]] = {}  # few distinct values per shard
+        for value in docs.column("license").to_pylist():
+            if value not in cache:
+                cache[value] = (lic.license_class(value), lic.check(value, allow, deny, p.missing))
+            cls, reason = cache[value]
+            classes.append(cls)
+            reasons.append(reason)
+        column = pa.array(classes, pa.string())
+        if "license_class" in docs.column_names:
+            table = docs.set_column(docs.schema.get_field_index("license_class"),
+                                    "license_class", column)
+        else:
+            table = docs.append_column("license_class", column)
+        return StageResult(table, pa.array(reasons, pa.string()))
