@@ -171,16 +171,10 @@ def test_extensionless_shell_scripts_identified_by_shebang() -> None:
 
 
 def _debian_package(name: str) -> Path:
-    """A Debian package unpacked into the fixtures cache (`apt-get download NAME`, then
-    `dpkg -x` into `<cache>/NAME`); fails the test, naming the command, when absent."""
-    import os
+    """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
+    from fixtures import fixture
 
-    cache = Path(os.environ.get("LEMUR_DATA_FIXTURES",
-                                Path.home() / ".cache" / "lemur-data" / "fixtures"))
-    if not (cache / name).is_dir():
-        pytest.fail(f"{name} is missing from {cache}: `apt-get download {name}` and "
-                    f"`dpkg -x` it into {cache / name}", pytrace=False)
-    return cache / name
+    return fixture(name)
 
 
 def test_bash_completion_scripts_identified_by_their_modelines() -> None:

@@ -179,7 +179,8 @@ def test_php_balance_catches_what_the_grammar_reads_as_text() -> None:
     opener = next(i for i, line in enumerate(lines) if line.strip() == b"{")
     damaged = b"\n".join(line for i, line in enumerate(lines) if i not in (0, opener))
     report = checker.check_file(damaged)
-    assert report.error_nodes == report.missing_nodes == 0 and report.unbalanced == 1
+    # One brace without its partner, and lines of code in a file with no open tag.
+    assert report.error_nodes == report.missing_nodes == 0 and report.unbalanced == 2
     assert syntax_check.rejects(report, 0.0, 0, 0) == "unbalanced"
     # Templates: code braces span the HTML, the HTML's own braces pair by count.
     page = (b"<html><style>p { x: 1 }</style>\n<?php if ($a) { ?>\n<p>(1</p>\n"
@@ -386,16 +387,10 @@ def test_c_file_cut_inside_a_comment_or_string_is_unbalanced() -> None:
 
 
 def _package(name: str) -> Path:
-    """A Debian package unpacked into the fixtures cache (`apt-get download NAME` and
-    `dpkg -x` into `<cache>/NAME`); fails the test, naming the command, when absent."""
-    import os
+    """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
+    from fixtures import fixture
 
-    cache = Path(os.environ.get("LEMUR_DATA_FIXTURES",
-                                Path.home() / ".cache" / "lemur-data" / "fixtures"))
-    if not (cache / name).is_dir():
-        pytest.fail(f"{name} is missing from {cache}: `apt-get download {name}` and "
-                    f"`dpkg -x` it into {cache / name}", pytrace=False)
-    return cache / name
+    return fixture(name)
 
 
 def test_rust_2015_try_and_other_grammar_gaps_are_masked() -> None:

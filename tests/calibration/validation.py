@@ -4,9 +4,10 @@
     python tests/calibration/validation.py label [LANGUAGE ...]    # oracle labels, stored
     python tests/calibration/validation.py measure [LANGUAGE ...]  # the docs/stages.md table
 
-Files come from packages: Debian packages installed here (/var/lib/dpkg/info/*.list)
-or unpacked into the fixtures cache (one folder per package; npm's node_modules
-split per module), and the running Python's site-packages distributions. A package
+Files come from the packages of tests/fixtures/fetch.py (one folder per package in
+the fixtures cache; npm's node_modules split per module; Go's and the JDK's
+standard libraries split per package directory), so a fresh machine gets them by
+running the fetch script. Entries are `fixture:path` (`!member` in an archive). A package
 is in the validation half when its name hashes odd (`in_validation`), so all of a
 package's files sit in one half; the calibration lists draw from the other half.
 Per language, up to 600 files spread over the packages (one file per package in
@@ -22,21 +23,19 @@ import os
 import sys
 import zipfile
 from collections import defaultdict
-from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 import damage  # noqa: E402
 import oracle  # noqa: E402
+from fixtures.fetch import cache_dir, folder_name, names  # noqa: E402
 
 from lemur_data.filters.langid.code import detect_code_language  # noqa: E402
 from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "validation"
-FIXTURES = Path(os.environ.get("LEMUR_DATA_FIXTURES",
-                               Path.home() / ".cache" / "lemur-data" / "fixtures"))
-PLACES = {"fixtures": str(FIXTURES), "purelib": corpus.PLACES["base_purelib"]}
+FIXTURES = cache_dir()
 PER_LANGUAGE = 600
 LANGUAGES = ["Python", "JavaScript", "TypeScript", "Java", "C", "C++", "Go", "Rust", "PHP",
              "Ruby", "Shell"]
@@ -64,20 +63,17 @@ def in_validation(package: str) -> bool:
     return hashlib.sha1(package.encode()).digest()[0] % 2 == 1
 
 
-def _dpkg_files() -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for listing in sorted(Path("/var/lib/dpkg/info").glob("*.list")):
-        package = "deb:" + listing.stem.split(":")[0]
-        found[package] = listing.read_text(errors="replace").splitlines()
-    return found
+def _fixture_names() -> dict[str, str]:
+    """Fixture folder -> fixture name (`types+node` -> `@types/node`)."""
+    return {folder_name(name): name for name in names()}
 
 
-def _fixture_files() -> dict[str, list[str]]:
+def packages() -> dict[str, list[str]]:
+    """Package -> its files as `fixture:path` entries (`!member` inside an archive)."""
     found: dict[str, list[str]] = defaultdict(list)
-    if not FIXTURES.is_dir():
-        return found
+    by_folder = _fixture_names()
     for name, archive, suffix in ARCHIVES:
-        path = FIXTURES / name / archive
+        path = FIXTURES / folder_name(name) / archive
         if not path.is_file():
             continue
         with zipfile.ZipFile(path) as zipped:
@@ -85,46 +81,31 @@ def _fixture_files() -> dict[str, list[str]]:
                 if member.endswith(suffix):
                     package = (f"java:{member.rsplit('/', 1)[0]}" if name in SPLIT
                                else f"fixture:{name}")
-                    found[package].append(f"{{fixtures}}/{name}/{archive}!{member}")
+                    found[package].append(f"{name}:{archive}!{member}")
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        name = by_folder.get(folder.name)
+        if name is None:
+            continue  # not a fixture of tests/fixtures/fetch.py
         for path in sorted(folder.rglob("*")):
-            relative = str(path.relative_to(FIXTURES))
+            relative = str(path.relative_to(folder))
             parts = relative.split("/node_modules/")
-            package = folder.name
-            if folder.name in SPLIT:
+            package = "fixture:" + name
+            if name in SPLIT:
                 package = "go:" + str(path.parent.relative_to(folder))
             elif len(parts) > 1:  # an npm dependency is a package of its own
                 module = parts[-1].split("/")
                 package = "npm:" + "/".join(module[:2] if module[0].startswith("@")
                                             else module[:1])
-            found["fixture:" + package.removeprefix("fixture:")].append(
-                "{fixtures}/" + relative)
-    return found
-
-
-def _site_files() -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    base = Path(PLACES["purelib"])
-    for dist in metadata.distributions(path=[str(base)]):
-        files = [str(f) for f in (dist.files or []) if not str(f).startswith("..")]
-        found["pypi:" + dist.metadata["Name"].lower()] = ["{purelib}/" + f for f in files]
+            found[package].append(f"{name}:{relative}")
     return found
 
 
 def expand(entry: str) -> str:
-    return entry.format(**PLACES)
+    return corpus.expand(entry)
 
 
 def read(entry: str) -> bytes:
-    path = expand(entry)
-    if "!" in path:
-        archive, member = path.split("!", 1)
-        return corpus._zip(archive)[0].read(member)
-    return Path(path).read_bytes()
-
-
-def packages() -> dict[str, list[str]]:
-    return {**_dpkg_files(), **_fixture_files(), **_site_files()}
+    return corpus.read(entry)
 
 
 def _language(entry: str) -> str | None:
@@ -164,13 +145,19 @@ def write_lists(languages: list[str]) -> None:
         per_package = by_language[language]
         chosen: list[tuple[str, str]] = []
         queues = {p: sorted(e) for p, e in sorted(per_package.items())}
+        skipped: dict[str, list[str]] = {p: [] for p in queues}
         while len(chosen) < PER_LANGUAGE and any(queues.values()):
             for package, queue in queues.items():
                 if queue and len(chosen) < PER_LANGUAGE:
                     # Spread over the package: every k-th file, not the first ones.
                     step = max(1, len(per_package[package]) // 40)
                     chosen.append((package, queue.pop(0)))
+                    skipped[package] += queue[:step - 1]
                     del queue[:step - 1]
+        while len(chosen) < PER_LANGUAGE and any(skipped.values()):  # then the rest
+            for package, queue in skipped.items():
+                if queue and len(chosen) < PER_LANGUAGE:
+                    chosen.append((package, queue.pop(0)))
         lines = [f"# {language}: {len(chosen)} validation files from "
                  f"{len({p for p, _ in chosen})} packages (tests/calibration/validation.py)"]
         lines += [f"{package} {entry}" for package, entry in chosen]
