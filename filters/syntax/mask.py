@@ -7,6 +7,8 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - Rust: the 2015 edition's `try!(...)` macro (`try` is a 2018 keyword to the
   grammar), `~` and a lone `$` in macro token trees (`Token![~]`), a unit struct with a `where`
   clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
+- JavaScript (and TypeScript): reserved words exported under their own name
+  (`export { null_ as null }`);
 - Python 2 (The Stack labels it Python): `exec code in ns` with an expression for
   code, `async` / `await` as names, keywords as attribute names (Jython's
   `future.await`, `Signal.raise(...)`);
@@ -157,7 +159,16 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
 # changed something), so clean files pay nothing.
-MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python"})
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python", "JavaScript"})
+
+# JavaScript (and TypeScript): a reserved word as the exported name in an export clause
+# (`export { null_ as null, void_ as void }`, valid since ES2015), which the grammar
+# refuses; renamed to an identifier of the same length.
+_EXPORTED_KEYWORD = re.compile(
+    rb"(?<=\bas[ \t])(?:null|void|true|false|new|delete|typeof|in|instanceof|function"
+    rb"|class|const|let|var|if|else|for|while|do|return|break|continue|switch|case|throw"
+    rb"|try|catch|finally|this|super|import|export|extends|yield|await|enum|with"
+    rb"|debugger)(?=[ \t\r\n]*[,}])")
 
 # Python 2's exec statement (`exec f.read() in g, l`): the grammar takes only a name
 # or a string after `exec`; `_ =  expr in g, l` is an assignment of the same length.
@@ -202,6 +213,7 @@ def mask_typescript(data: bytes) -> bytes:
         data = _ESCAPE.sub(b"__", data)
     if b"type" in data:
         data = _TYPE_NAME.sub(b"_ype", data)
+    data = mask_javascript(data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
     return data
@@ -242,6 +254,13 @@ def mask_python(data: bytes) -> bytes:
     return data
 
 
+def mask_javascript(data: bytes) -> bytes:
+    """`data` with reserved words exported under their own name renamed; same length."""
+    if b" as " in data:
+        data = _EXPORTED_KEYWORD.sub(_renamed, data)
+    return data
+
+
 def mask(language: str, data: bytes) -> tuple[bytes, int]:
     """The bytes to parse for a file in `language` (same length as `data`), and the
     conditionals it leaves unclosed (C, C++, C#; 0 elsewhere)."""
@@ -255,6 +274,8 @@ def mask(language: str, data: bytes) -> tuple[bytes, int]:
         return mask_rust(data), 0
     if language == "Python":
         return mask_python(data), 0
+    if language == "JavaScript":
+        return mask_javascript(data), 0
     return data, 0
 
 
