@@ -129,8 +129,9 @@ def _language(entry: str) -> str | None:
 def write_lists(languages: list[str]) -> None:
     by_language: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     seen: set[str] = set()
+    tuned = calibration_packages()
     for package, entries in sorted(packages().items()):
-        if not in_validation(package):
+        if not in_validation(package) or package in tuned:
             continue
         for entry in entries:
             real = entry if "!" in entry else os.path.realpath(expand(entry))
@@ -165,11 +166,37 @@ def write_lists(languages: list[str]) -> None:
         print(lines[0])
 
 
+def package_of(entry: str) -> str:
+    """The package a `fixture:path` entry belongs to, as `packages` splits them."""
+    name, _, relative = entry.partition(":")
+    if "!" in relative:
+        archive, member = relative.split("!", 1)
+        return f"java:{member.rsplit('/', 1)[0]}" if name in SPLIT else f"fixture:{name}"
+    if name in SPLIT:
+        return "go:" + relative.rsplit("/", 1)[0]
+    parts = relative.split("/node_modules/")
+    if len(parts) > 1:
+        module = parts[-1].split("/")
+        return "npm:" + "/".join(module[:2] if module[0].startswith("@") else module[:1])
+    return "fixture:" + name
+
+
+def calibration_packages() -> frozenset[str]:
+    """Packages the calibration lists (tests/calibration/files) read, in any language:
+    tuned on, so never validated on."""
+    found = set()
+    for language in corpus.LANGUAGES:
+        found.update(package_of(entry) for entry in corpus.listed(language))
+    return frozenset(found)
+
+
 def listed(language: str) -> list[tuple[str, str]]:
+    """(package, entry) of the validation list, minus packages calibration reads."""
     path = HERE / corpus.list_path(language).name
     rows = [line.split(" ", 1) for line in path.read_text().splitlines()
             if line and not line.startswith("#")]
-    return [(package, entry) for package, entry in rows]
+    tuned = calibration_packages()
+    return [(package, entry) for package, entry in rows if package not in tuned]
 
 
 def label_copies(language: str, entry: str, data: bytes, copies: dict[str, bytes | None]
