@@ -121,8 +121,11 @@ class LangId(DocumentStage[LangIdParams]):
         paths = docs.column("path").to_pylist()
         for i in rows:
             if not langs[i] and p.detect_missing and paths[i]:
-                head = docs.column("text")[i].as_py()[:4096].encode("utf-8", "replace")
-                langs[i] = detect_code_language(paths[i], head)
+                text = docs.column("text")[i].as_py()
+                # The tail: a modeline may sit in the last 5 lines (bash-completion's).
+                langs[i] = detect_code_language(paths[i],
+                                                text[:4096].encode("utf-8", "replace"),
+                                                text[-2048:].encode("utf-8", "replace"))
             if not langs[i]:
                 reasons[i] = "unknown_language"
             elif keep is not None and langs[i].lower() not in keep:  # type: ignore[union-attr]

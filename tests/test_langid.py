@@ -170,6 +170,57 @@ def test_extensionless_shell_scripts_identified_by_shebang() -> None:
         assert detect_code_language(path.name, b"") is None  # the name alone says nothing
 
 
+def _debian_package(name: str) -> Path:
+    """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
+    from fixtures import fixture
+
+    return fixture(name)
+
+
+def test_bash_completion_scripts_identified_by_their_modelines() -> None:
+    """Debian's bash-completion scripts have no extension and no shebang; the package
+    says they are shell, and so do their Emacs (`# -*- shell-script -*-`, first line)
+    and Vim (`# ex: filetype=sh`, last line) modelines. Either one suffices."""
+    from lemur_data.filters.langid.code import FILENAMES
+
+    folder = _debian_package("bash-completion") / "usr/share/bash-completion/completions"
+    scripts = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink()]
+    assert len(scripts) >= 400
+    for path in scripts:
+        data = path.read_bytes()
+        assert not data.startswith(b"#!"), path
+        assert detect_code_language(path.name, data[:4096], data[-2048:]) == "Shell", path
+        emacs_only = data.replace(b"ex: filetype=sh", b"")
+        assert detect_code_language(path.name, emacs_only[:4096], emacs_only[-2048:]) == "Shell"
+        vim_only = data.replace(b"shell-script", b"")
+        assert detect_code_language(path.name, vim_only[:4096], vim_only[-2048:]) == "Shell"
+        bare = vim_only.replace(b"ex: filetype=sh", b"")
+        if "." not in path.name and path.name not in FILENAMES:  # (configure, x.py)
+            assert detect_code_language(path.name, bare[:4096], bare[-2048:]) is None, path
+
+
+def test_modelines_shebangs_and_ambiguous_extensions() -> None:
+    """The forms of each rule, on lines from real files."""
+    cases = {
+        ("x", b"# -*- mode: python; coding: utf-8 -*-\n"): "Python",
+        ("x", b"/* -*- Mode: C; tab-width: 4 -*- */\n"): "C",
+        ("x.h", b"// -*- C++ -*- forwarding header.\n"): "C++",
+        ("x", b"# vim: set ft=ruby ts=2 :\n"): "Ruby",
+        ("x", b"# -*- coding: utf-8 -*-\n"): None,  # variables only, no mode
+        ("x", b"# vim: set ts=4 sw=4:\n"): None,
+        ("x", b"#!/usr/bin/env -S python3 -u\n"): "Python",
+        ("x", b"#!/usr/bin/env LC_ALL=C perl -w\n"): "Perl",
+        ("x", b"#! /bin/sh -e\n"): "Shell",
+        ("x", b"#!/usr/bin/python3.11\n"): "Python",
+        ("bin.d.ts", b"#!/usr/bin/env node\nexport {};\n"): "TypeScript",
+        ("app_de.ts", b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE TS>\n'): "XML",
+        ("Gemfile", b"source 'https://rubygems.org'\n"): "Ruby",
+        ("PKGBUILD", b"pkgname=x\n"): "Shell",
+    }
+    for (name, head), language in cases.items():
+        assert detect_code_language(name, head) == language, (name, head)
+
+
 def test_python_entry_points_identified_by_shebang() -> None:
     bindir = Path(pytest.__file__).parents[4] / "bin"
     scripts = [p for p in sorted(bindir.iterdir()) if p.is_file() and "." not in p.name

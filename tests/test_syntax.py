@@ -59,7 +59,8 @@ def test_metric_counts_error_and_missing_nodes_on_a_real_file() -> None:
     broken = checker.check(source.replace(b"class JSONDecoder(object):",
                                           b"class JSONDecoder(object) = ]:", 1))
     assert not broken.clean and broken.error_nodes >= 1 and broken.error_share > 0
-    cut = source[: source.index(b"def raw_decode")] + b"def raw_decode(self, s, idx=0:\n"
+    cut = (source[: source.index(b"def raw_decode")]
+           + b"def raw_decode(self, s, idx=0:\n        pass\n")
     report = checker.check(cut)
     assert report.missing_nodes == 1 and report.error_bytes == 0
     assert syntax_check.rejects(report, 0.0, 0) is not None
@@ -178,7 +179,8 @@ def test_php_balance_catches_what_the_grammar_reads_as_text() -> None:
     opener = next(i for i, line in enumerate(lines) if line.strip() == b"{")
     damaged = b"\n".join(line for i, line in enumerate(lines) if i not in (0, opener))
     report = checker.check_file(damaged)
-    assert report.error_nodes == report.missing_nodes == 0 and report.unbalanced == 1
+    # One brace without its partner, and lines of code in a file with no open tag.
+    assert report.error_nodes == report.missing_nodes == 0 and report.unbalanced == 2
     assert syntax_check.rejects(report, 0.0, 0, 0) == "unbalanced"
     # Templates: code braces span the HTML, the HTML's own braces pair by count.
     page = (b"<html><style>p { x: 1 }</style>\n<?php if ($a) { ?>\n<p>(1</p>\n"
@@ -312,3 +314,159 @@ def test_build_runs_syntax_then_dedup_on_ray(ray_session, tmp_path: Path,
                        kept.column("syntax_checked").to_pylist(), strict=True))
     assert any(path.endswith("notes.lisp") and not flag for path, flag in checked.items())
     assert all(flag for path, flag in checked.items() if path.endswith(".py"))
+
+
+def _python_blocks(source: bytes) -> list[tuple[int, int, int]]:
+    """(header's last line, first body line, the statement's column) of each block
+    whose body starts on a line of its own."""
+    import ast
+
+    lines = source.split(b"\n")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field, None)
+            if not (isinstance(body, list) and body and hasattr(node, "lineno")):
+                continue
+            first = body[0].lineno - 1
+            header = first - 1
+            while header >= 0 and not lines[header].rstrip().endswith(b":"):
+                header -= 1
+            if header >= 0 and first > header and not lines[first].lstrip().startswith(b"@"):
+                found.append((header, first, node.col_offset))
+    return found
+
+
+def test_python_block_without_body_is_an_error() -> None:
+    """tree-sitter-python accepts a header whose body was dedented or cut away;
+    CPython does not ("expected an indented block"), nor does the stage."""
+    source = (STDLIB / "json" / "decoder.py").read_bytes()
+    checker = syntax_check.Checker("Python")
+    assert checker.check_file(source).clean
+    lines = source.split(b"\n")
+    blocks = _python_blocks(source)
+    assert len(blocks) >= 20
+    broken = 0
+    for header, first, column in blocks:
+        dedented = lines[:first] + [b" " * column + lines[first].lstrip()] + lines[first + 1:]
+        copy = b"\n".join(dedented)
+        cut = b"\n".join(lines[: header + 1]) + b"\n"
+        for damaged in (copy, cut):
+            try:  # CPython is the oracle: count only the copies it rejects
+                compile(damaged, "decoder.py", "exec")
+                continue
+            except SyntaxError:
+                broken += 1
+            report = checker.check_file(damaged)
+            assert syntax_check.rejects(report, 0.0, 0) == "syntax_error", lines[header]
+    assert broken >= len(blocks)
+    # A docstring line ending in `:` with text after it, a dict over two lines, and a
+    # header whose body starts after comment lines are valid.
+    valid = (b'"""Returns:\nNone"""\nd = {1:\n2}\nif d:\n    # why\n\n    pass\n'
+             b"else:  # c\n  x = 1\n")
+    compile(valid, "valid.py", "exec")
+    assert checker.check_file(valid).clean
+
+
+def test_c_file_cut_inside_a_comment_or_string_is_unbalanced() -> None:
+    """A header cut inside its licence comment balances its brackets (none yet);
+    the open comment counts. So does a string still open at the end."""
+    header = Path("/usr/include/stdio.h").read_bytes()
+    assert header.startswith(b"/*") and b"*/" in header
+    checker = syntax_check.Checker("C")
+    assert checker.check_file(header).unbalanced == 0
+    in_comment = header[: header.index(b"*/") - 10]
+    assert checker.check_file(in_comment).unbalanced == 1
+    literal = header.index(b'"', header.index(b"#include"))
+    assert checker.check_file(header[: literal + 3]).unbalanced >= 1
+    for language, text in (("CSS", b"a { b: c }\n/* cut"), ("PHP", b"<?php\n$a = 1; /* cut"),
+                           ("C++", b"int a; // ok\nchar *s = \"cut\\\"\n")):
+        assert syntax_balance.lexical_imbalance(language, text) == 1, language
+        closed = text + (b"*/\n" if b"/*" in text else b'"\n')
+        assert syntax_balance.lexical_imbalance(language, closed) == 0, language
+
+
+def _package(name: str) -> Path:
+    """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
+    from fixtures import fixture
+
+    return fixture(name)
+
+
+def test_rust_2015_try_and_other_grammar_gaps_are_masked() -> None:
+    """serde 1.0.152 uses the 2015 `try!` macro, syn 1.0.107 a unit struct with a
+    where clause, `~` and `$` as macro tokens, `raw` as a type name: valid Rust that
+    tree-sitter-rust errs on; masked, they pass, and damage still shows."""
+    serde = next((_package("librust-serde-dev") / "usr/share/cargo/registry").glob("serde-1.*"))
+    syn = next((_package("librust-syn-dev") / "usr/share/cargo/registry").glob("syn-1.*"))
+    checker = syntax_check.Checker("Rust")
+    for path in (serde / "src/de/value.rs", serde / "src/ser/impls.rs",
+                 syn / "src/error.rs", syn / "src/token.rs", syn / "src/expr.rs"):
+        source = path.read_bytes()
+        assert checker.check(source).error_nodes >= 1, path  # the grammar gap
+        assert checker.check_file(source).clean, path
+        masked = syntax_mask.prepare("Rust", source)
+        assert len(masked) == len(source) and masked.count(b"\n") == source.count(b"\n")
+        at = source.rindex(b"}")
+        assert not checker.check_file(source[:at] + source[at + 1:]).clean, path
+        assert not checker.check_file(source[: len(source) // 2]).clean, path
+    assert syntax_mask.prepare("Rust", b"let p = &raw const x; r#try!(a); try!(b);") == (
+        b"let p = &raw const x; r#try!(a); tr_!(b);")
+
+
+def _bash_accepts(path: Path) -> bool:
+    import subprocess
+
+    return subprocess.run(["bash", "-O", "extglob", "-n", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_shell_agrees_with_bash_on_bash_completion_scripts(tmp_path: Path) -> None:
+    """Debian's bash-completion scripts (extglob patterns such as `-!(-*)[hv])`, `[^]]`
+    bracket expressions, `${a/#/${p}[}`) pass `bash -O extglob -n` and the stage; a
+    copy cut mid-line that bash rejects, the stage rejects too."""
+    import random
+
+    folder = _package("bash-completion") / "usr/share/bash-completion/completions"
+    scripts = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    assert len(scripts) >= 400
+    checker = syntax_check.Checker("Shell")
+    params = SyntaxParams()
+
+    def rejected(data: bytes) -> bool:
+        return syntax_check.rejects(checker.check_file(data), params.share_for("Shell"),
+                                    params.missing_for("Shell"),
+                                    params.unbalanced_for("Shell")) is not None
+
+    valid = [p for p in scripts if _bash_accepts(p)]
+    assert len(valid) >= 0.95 * len(scripts)
+    false = [p.name for p in valid if rejected(p.read_bytes())]
+    assert len(false) <= 0.01 * len(valid), false
+    rng = random.Random(17)
+    broken = caught = 0
+    for path in rng.sample(valid, 60):
+        data = path.read_bytes()
+        copy = data[: rng.randrange(len(data) // 4, 3 * len(data) // 4)]
+        (tmp_path / "cut").write_bytes(copy)
+        if not _bash_accepts(tmp_path / "cut"):
+            broken += 1
+            caught += rejected(copy)
+    assert broken >= 40 and caught >= 0.95 * broken, (caught, broken)
+
+
+def test_php_file_that_lost_its_open_tag_is_unbalanced() -> None:
+    """Without its `<?php` line a class file is all text to PHP (`php -l` accepts it)
+    and its braces still pair; its code lines give it away. Pages that are all HTML
+    start with a tag and stay valid."""
+    folder = _package("php-symfony-console") / "usr/share/php/Symfony/Component/Console"
+    files = sorted(folder.rglob("*.php"))[:60]
+    assert len(files) >= 40
+    checker = syntax_check.Checker("PHP")
+    for path in files:
+        source = path.read_bytes()
+        assert checker.check_file(source).clean, path
+        at = source.index(b"<?php")
+        tagless = source[:at] + source[source.index(b"\n", at) + 1:]
+        assert checker.check_file(tagless).unbalanced >= 1, path
+    page = b"<!DOCTYPE html>\n<script>\nfunction f() {}\n$x = 1;\n</script>\n"
+    assert checker.check_file(page).unbalanced == 0

@@ -5,7 +5,8 @@ not. Where a grammar errs on valid code (C and C++ macros) this is the signal th
 decides; where a grammar is too lenient (PHP reads a file that lost its `<?php` as
 text) it catches what the grammar lets through. Pure: bytes in, a count out. Each
 language's lexer is one regex substitution (hiding comments, strings and the like)
-and a bracket count at C speed; Shell's lexer has its own file (syntax_shell).
+and a bracket count at C speed; Shell's lexer has its own file (syntax_shell). A
+comment, string or heredoc still open at the end of the file counts one too.
 """
 
 from __future__ import annotations
@@ -65,6 +66,38 @@ def _net_imbalance(code: bytes) -> int:
     return sum(abs(code.count(a) - code.count(b)) for a, b in _BRACKET_PAIRS)
 
 
+def _open_at_end(hiding: re.Pattern[bytes], data: bytes, visible: bytes) -> int:
+    """1 if `data` ends inside a comment, string or heredoc that `hiding` hid, else 0.
+
+    A cut file often ends there (a licence header cut mid-comment), and its brackets
+    may still balance: the hiding regex lets what is open run to the end so the file
+    lexes. Cheap on real files: the last hidden span reaches the end only if the
+    text, newlines aside, ends with its blank replacement, and it is open only if
+    the file does not end with `*/` or a quote; only then is the file lexed again
+    to find that span.
+    """
+    if visible[-256:].rstrip(b"\r\n")[-1:] != b" ":  # (a slice: no copy of the file)
+        return 0
+    tail = data[-256:].rstrip()[-3:]
+    if tail[-2:] == b"*/" or (tail[-1:] in b"\"'`" and tail[-2:-1] != b"\\"):
+        return 0  # `#endif /* GUARD */`: what ends the file is closed
+    last = None
+    for last in hiding.finditer(data):  # noqa: B007 (the last one is what we want)
+        pass
+    if last is None or data[last.end():].strip():
+        return 0
+    span = last.group()
+    if span[:2] == b"/*":
+        return int(len(span) < 4 or span[-2:] != b"*/")
+    if span[:3] == b"<<<":  # PHP: a heredoc opener whose body never closed
+        return 1
+    quote = span[:1]
+    if quote in (b'"', b"'", b"`"):
+        escapes = len(span[1:-1]) - len(span[1:-1].rstrip(b"\\"))
+        return int(len(span) < 2 or span[-1:] != quote or escapes % 2 == 1)
+    return 0
+
+
 def c_imbalance(data: bytes) -> int:
     """Brackets of the code, and of the macro definitions counted apart.
 
@@ -73,10 +106,12 @@ def c_imbalance(data: bytes) -> int:
     branches blanked (`mask_preprocessor`), so a bracket opened in both counts once.
     """
     visible = _C_HIDING.sub(b" ", data)
+    unclosed = _open_at_end(_C_HIDING, data, visible)
     if b"#" not in visible:
-        return bracket_imbalance(visible)
+        return bracket_imbalance(visible) + unclosed
     parts = _DIRECTIVE_LINE.split(b"\n" + visible)  # code, directive, code, ...
-    return bracket_imbalance(b"".join(parts[::2])) + _net_imbalance(b"".join(parts[1::2]))
+    return (bracket_imbalance(b"".join(parts[::2])) + _net_imbalance(b"".join(parts[1::2]))
+            + unclosed)
 
 
 
@@ -140,6 +175,24 @@ _PHP_OPEN = re.compile(rb"<\?(?:php|=)?")
 _NOT_BRACE = bytes(b for b in range(256) if b not in b"{}")
 
 
+# PHP code at a line start: what a file that lost its `<?php` line still shows. A page
+# that is all HTML starts with `<`; its scripts may hold `function f(`, so the rule
+# only applies to files that do not.
+_PHP_CODE_LINE = re.compile(rb"""\n[ \t]*(?:namespace[ \t]+[\w\\]+[ \t]*[;{]
+|use[ \t]+[\w\\]+(?:[ \t]+as[ \t]+\w+)?[ \t]*;
+|declare[ \t]*\([ \t]*strict_types
+|(?:(?:abstract|final)[ \t]+)?(?:class|interface|trait)[ \t]+\w+[^;{\n]*\n?[ \t]*\{
+|(?:(?:public|private|protected|static)[ \t]+)*function[ \t]+&?\w+[ \t]*\(
+|\$\w+[ \t]*(?:\[[^\]\n]*\])?[ \t]*=[^=>][^\n]*;[ \t]*\r?(?=\n))""", re.X)
+
+
+def _tagless_code(data: bytes) -> int:
+    """1 if a file without a PHP open tag reads as PHP code (lost its `<?php` line)."""
+    if data.lstrip()[:1] == b"<":
+        return 0
+    return 1 if _PHP_CODE_LINE.search(b"\n" + data) else 0
+
+
 def _brace_imbalance(html: bytes) -> int:
     return abs(html.count(b"{") - html.count(b"}"))
 
@@ -151,18 +204,21 @@ def php_imbalance(data: bytes) -> int:
     Code and HTML count apart: `<?php if ($a) { ?> ... <?php } ?>` balances in the
     code; CSS and scripts in the HTML balance their braces (HTML text seldom holds a
     lone brace; a lone `)` in prose is common, so only braces count there). A file
-    with no open tag is all HTML to PHP, and valid: counting its braces is what tells
-    a page from code that lost its `<?php` line.
+    with no open tag is all HTML to PHP, and valid: counting its braces, and lines
+    of PHP code in a file that does not start with a tag, is what tells a page from
+    code that lost its `<?php` line.
     """
     opened = _PHP_OPEN.search(data)
     if opened is None:
-        return _brace_imbalance(data)
+        return _brace_imbalance(data) + _tagless_code(data)
     html = data[:opened.start()]
     code = data[opened.end():]
     if b"?>" in code:  # inline HTML after the first block (files ending `?>` too)
         html += b"".join(m.group().translate(None, _NOT_BRACE)
                          for m in _PHP_HIDING.finditer(code) if m.group()[:2] == b"?>")
-    return bracket_imbalance(_PHP_HIDING.sub(b" ", code)) + _brace_imbalance(html)
+    visible = _PHP_HIDING.sub(b" ", code)
+    return (bracket_imbalance(visible) + _brace_imbalance(html)
+            + _open_at_end(_PHP_HIDING, code, visible))
 
 
 def lexical_imbalance(language: str, data: bytes) -> int:
@@ -173,7 +229,8 @@ def lexical_imbalance(language: str, data: bytes) -> int:
     if language == "PHP":
         return php_imbalance(data)
     if language == "CSS":
-        return bracket_imbalance(_CSS_HIDING.sub(b" ", data))
+        visible = _CSS_HIDING.sub(b" ", data)
+        return bracket_imbalance(visible) + _open_at_end(_CSS_HIDING, data, visible)
     if language == "Shell":
         return shell_imbalance(data)
     return 0

@@ -36,6 +36,7 @@ from lemur_data.filters.syntax.balance import (
     lexical_imbalance,
 )
 from lemur_data.filters.syntax.mask import MASKED_ON_ERROR, mask, prepare
+from lemur_data.filters.syntax.python import empty_blocks
 
 # The Stack's language name -> (grammar module, function returning the language pointer).
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -188,7 +189,7 @@ def error_spans(root: Node) -> tuple[list[Node], list[Node]]:
 
 # Grammar leniencies: tokens a grammar accepts where the language does not. A stray
 # `end` in Ruby (its `def` line deleted) ends up at top level, parsed as a call to a
-# method named `end`.
+# method named `end`. (Python's: a block header without a body, syntax_python.)
 # (No `#eq?` predicate: a tree parsed through a read callback keeps no source text,
 # and py-tree-sitter 0.26 crashes evaluating text predicates on it.)
 _STRAY_KEYWORDS: dict[str, tuple[str, bytes]] = {
@@ -235,6 +236,8 @@ class Checker:
         if self._strays is not None:
             found = QueryCursor(self._strays).captures(tree.root_node).get("stray", [])
             strays = [n for n in found if data[n.start_byte:n.end_byte] == self._stray_text]
+        elif self.language == "Python":
+            strays = empty_blocks(data, tree.root_node)
         if self._tags is not None:
             # Counting tags by name in the bytes is cheap and agrees with the tree on
             # nearly every balanced page; the tree's own tags settle the rest.
@@ -247,7 +250,7 @@ class Checker:
     def check_file(self, data: bytes, timeout_s: float | None = None) -> SyntaxReport:
         """`check` after `syntax_mask.mask`: what the stage does with a document's bytes.
 
-        TypeScript and TSX are parsed as they are first, and masked only if the
+        TypeScript, TSX and Rust are parsed as they are first, and masked only if the
         grammar errs (each parse has `timeout_s`).
         """
         if self.language in MASKED_ON_ERROR:

@@ -4,13 +4,25 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - C and C++ are parsed as written, not as preprocessed: `extern "C" {` opened in
   one `#ifdef` and closed in another, lone macros that expand to `extern "C" {`;
 - C# `#if` lines inside an argument list (`f(a\\n#if X\\n, b\\n#endif\\n)`);
-- TypeScript and TSX: variance annotations (`interface A<in out T>`, TS 4.7) and
+- Rust: the 2015 edition's `try!(...)` macro (`try` is a 2018 keyword to the
+  grammar), `~` and a lone `$` in macro token trees (`Token![~]`), a unit struct with a `where`
+  clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
+- JavaScript (and TypeScript): reserved words exported under their own name
+  (`export { null_ as null }`);
+- Python 2 (The Stack labels it Python): `exec code in ns` with an expression for
+  code, `async` / `await` as names, keywords as attribute names (Jython's
+  `future.await`, `Signal.raise(...)`);
+- TypeScript and TSX: a signature line starting with type parameters (`<T>(x: T): T`
+  in an interface; TypeScript reads no type arguments across a line break),
+  escapes in template literal types, `type` as an exported name,
+  variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
   `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
 Each mask rewrites only such spans, with blanks or an identifier of the same length,
 so an error share or an offset still refers to the original file, and the rest of
 the file keeps meeting the strict grammar. The TypeScript masks are applied only to
-files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again).
+files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again), and
+so are Rust's.
 """
 
 from __future__ import annotations
@@ -131,11 +143,53 @@ _VARIANCE = re.compile(rb"([<,][ \t\r\n]*)(in[ \t\r\n]+out|in|out)"
 # The pattern starts with its literal (no `\b`) so the engine skips to candidates; the
 # byte before is checked in `_identifier`.
 _IMPORT_CALL = re.compile(rb"""import[ \t]*\([ \t]*(?:"[^"\\\n]*"|'[^'\\\n]*')[ \t]*\)""")
+# A call or construct signature with type parameters opening its line (`\t<T>(x: T): T`
+# in an interface): TypeScript allows no line break before a type's `<`, so the line
+# starts a new member; the grammar reads it as type arguments of the line before. The
+# last blank of its indentation becomes the `;` separating the members.
+_SIGNATURE_LINE = re.compile(rb"\n([ \t]*)[ \t]<"
+                             rb"(?=[A-Za-z_$][\w$]*(?:[ \t]+extends\b|[ \t]*[,>=]))")
+# Escapes in template literal types (`\`${infer L}\\{${infer R}\\}\``), which the grammar
+# reads only in template strings of values: made two plain characters.
+_ESCAPE = re.compile(rb"\\[^\r\n]")
+# `type` as the name in an export specifier (`export { type as interface }`): the
+# grammar takes it for the `type` modifier.
+_TYPE_NAME = re.compile(rb"(?<![\w$.])type(?=[ \t]+as[ \t]+[A-Za-z_$])")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
 # changed something), so clean files pay nothing.
-MASKED_ON_ERROR = frozenset({"TypeScript", "TSX"})
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python", "JavaScript"})
+
+# JavaScript (and TypeScript): a reserved word as the exported name in an export clause
+# (`export { null_ as null, void_ as void }`, valid since ES2015), which the grammar
+# refuses; renamed to an identifier of the same length.
+_EXPORTED_KEYWORD = re.compile(
+    rb"(?<=\bas[ \t])(?:null|void|true|false|new|delete|typeof|in|instanceof|function"
+    rb"|class|const|let|var|if|else|for|while|do|return|break|continue|switch|case|throw"
+    rb"|try|catch|finally|this|super|import|export|extends|yield|await|enum|with"
+    rb"|debugger)(?=[ \t\r\n]*[,}])")
+
+# Python 2's exec statement (`exec f.read() in g, l`): the grammar takes only a name
+# or a string after `exec`; `_ =  expr in g, l` is an assignment of the same length.
+_PY_EXEC = re.compile(rb"(?m)^([ \t]*)exec[ \t](?=[ \t]*[^\s(=.,)])")
+# Keywords as attribute names (Jython calls Java methods so named) and Python 3.7's
+# keywords as names (`def f(self, async)`, `async=True`).
+_PY_KEYWORD_ATTRIBUTE = re.compile(rb"(?<=\.)(?:await|async|raise|print|exec)\b")
+_PY_KEYWORD_NAME = re.compile(rb"(?<![\w.])(?:async|await)(?=[ \t]*[,)=:\].])")
+
+# Rust 2015: `try!(expr)`, a macro named `try`; renamed to another 3-byte name. `r#try!`
+# (2018 spelling of the same macro) is left alone: the grammar reads it.
+_RUST_TRY = re.compile(rb"(?<![\w#])try(?=[ \t]*![ \t]*[(\[{])")
+# `~`: no Rust operator since 2014, still a token inside macro token trees.
+# `struct Name<...> where ...;`: a unit struct with a where clause (the grammar wants
+# `{` or `(` after `where`); the clause is blanked.
+_RUST_UNIT_WHERE = re.compile(rb"(\bstruct[ \t\r\n]+[A-Za-z_]\w*[ \t\r\n]*(?:<[^;{}()]*>)?"
+                              rb"[ \t\r\n]*)(where\b[^;{}()]*)(?=;)")
+# A lone `$` in a token tree (`[$] => ...` matches the `$` token itself).
+_RUST_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\r\n\])},;])")
+# `raw` used as a name (syn's `Option<raw>`), but not `&raw const` / `&raw mut`.
+_RUST_RAW = re.compile(rb"(?<![\w#])raw(?![\w!])(?![ \t\r\n]+(?:const|mut)\b)")
 
 
 def _variance_blanked(match: re.Match[bytes]) -> bytes:
@@ -150,10 +204,60 @@ def _identifier(match: re.Match[bytes]) -> bytes:
 
 
 def mask_typescript(data: bytes) -> bytes:
-    """`data` with variance annotations blanked and `import("x")` made an identifier."""
+    """`data` with variance annotations blanked, `import("x")` made an identifier,
+    a `;` before each signature line that starts with type parameters, escapes made
+    plain characters (template literal types) and `type` as an exported name renamed."""
     data = _VARIANCE.sub(_variance_blanked, data)
+    data = _SIGNATURE_LINE.sub(rb"\n\1;<", data)
+    if b"`" in data and b"\\" in data:
+        data = _ESCAPE.sub(b"__", data)
+    if b"type" in data:
+        data = _TYPE_NAME.sub(b"_ype", data)
+    data = mask_javascript(data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
+    return data
+
+
+def _where_blanked(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + match.group(2).translate(_BLANKS)  # newlines kept
+
+
+def mask_rust(data: bytes) -> bytes:
+    """`data` with 2015 `try!` renamed, `~` and a lone `$` made `!`, unit-struct where
+    clauses blanked, `raw` as a name renamed; same length."""
+    if b"try" in data:
+        data = _RUST_TRY.sub(b"tr_", data)
+    if b"~" in data:
+        data = data.replace(b"~", b"!")
+    if b"$" in data:
+        data = _RUST_LONE_DOLLAR.sub(b"!", data)
+    if b"where" in data:
+        data = _RUST_UNIT_WHERE.sub(_where_blanked, data)
+    if b"raw" in data:
+        data = _RUST_RAW.sub(b"ra_", data)
+    return data
+
+
+def _renamed(match: re.Match[bytes]) -> bytes:
+    return b"_" * (match.end() - match.start())
+
+
+def mask_python(data: bytes) -> bytes:
+    """Python 2 and 3.6 forms the grammar lacks, rewritten to the same length."""
+    if b"exec" in data:
+        data = _PY_EXEC.sub(rb"\1_ =  ", data)
+    if b"." in data:
+        data = _PY_KEYWORD_ATTRIBUTE.sub(_renamed, data)
+    if b"async" in data or b"await" in data:
+        data = _PY_KEYWORD_NAME.sub(_renamed, data)
+    return data
+
+
+def mask_javascript(data: bytes) -> bytes:
+    """`data` with reserved words exported under their own name renamed; same length."""
+    if b" as " in data:
+        data = _EXPORTED_KEYWORD.sub(_renamed, data)
     return data
 
 
@@ -166,6 +270,12 @@ def mask(language: str, data: bytes) -> tuple[bytes, int]:
         return mask_conditionals(data, lone_macros=False)
     if language == "TypeScript" or language == "TSX":
         return mask_typescript(data), 0
+    if language == "Rust":
+        return mask_rust(data), 0
+    if language == "Python":
+        return mask_python(data), 0
+    if language == "JavaScript":
+        return mask_javascript(data), 0
     return data, 0
 
 

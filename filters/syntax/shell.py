@@ -16,6 +16,14 @@ import re
 # quote or heredoc left open at the end counts too. Parsing stays with the grammar;
 # this only has to agree with bash on which file closes everything.
 
+# An extglob pattern (`@(a|b)`, `!(-*)[hv]`, `+([0-9])`): with `shopt -s extglob`,
+# which bash-completion scripts and many others set, its parentheses and `|` belong
+# to the word (two levels of nesting).
+_EXTGLOB = (rb"[?*+@!]\((?:[^()\n]|[?*+@!]?\((?:[^()\n])*\))*\)"
+            # A bracket expression whose first member is `]` (`[^]]`, `[]a]`): that `]`
+            # closes nothing.
+            rb"|\[[!^]?\][^\]\s]*\]")
+
 # Command context: one token per match, blanks before it included (blank lines after a
 # newline too); `word` runs hold no bracket, quote or `$(`.
 _SH_COMMAND = re.compile(rb"""[ \t\r]*(?:
@@ -28,19 +36,27 @@ _SH_COMMAND = re.compile(rb"""[ \t\r]*(?:
    |\\?(?P<bare>[^\s;&|()<>"'`]+)))
 |(?P<op>\$\(\(|\$\(|\$\{|;;&|;;|;&|&&|\|\||\|&|[<>]\(|[;&|()`"\[\]{}])
 |(?P<redir>[<>]+&?)
-|(?P<word>(?:[^\s;&|()<>"'`\\$\[\]{}]|\$(?![('{"]))+|\$)
+|(?P<word>(?:[^\s;&|()<>"'`\\$\[\]{}?*+@!]+|""" + _EXTGLOB + rb"""|[?*+@!]|\$(?![('{"]))+
+  |\$)
 |(?P<end>\Z)|(?P<other>.))""", re.S | re.X)
 # Arguments after a command's first word: no keyword there, so one match for the run
 # (a word starting with `#` would be a comment).
-_SH_ARGUMENTS = re.compile(rb"""(?:[ \t\r]*(?:[^\s;&|()<>"'`\\$\[\]{}\#]|\$(?![('{"]))
-                                (?:[^\s;&|()<>"'`\\$\[\]{}]|\$(?![('{"]))*)+""", re.X)
+# The regular expression after `=~` in `[[ ... ]]`: bash reads its brackets and
+# parentheses as the regex's own, up to the `]]` (one line).
+_REGEX_MATCH = rb"=~[ \t]+[^\n]*?(?=[ \t]+\]\])"
+_SH_ARGUMENTS = re.compile(rb"""(?:[ \t\r]*(?:""" + _REGEX_MATCH + rb"""|""" + _EXTGLOB
+                           + rb"""|[^\s;&|()<>"'`\\$\[\]{}\#]
+                                |\$(?![('{"]))
+                                (?:[^\s;&|()<>"'`\\$\[\]{}?*+@!]+|""" + _EXTGLOB + rb"""|[?*+@!]
+                                |\$(?![('{"]))*)+""", re.X)
 _SH_WORD_STATES = frozenset((b"case-head", b"case-pattern", b"case-word", b"for"))
 # Inside "...": only expansions open anything.
 _SH_DOUBLE = re.compile(rb"""[^"\\$`]+|\\.?|\$\(\(|\$\(|\$\{|\$|[`"]""", re.S)
-# Inside ${...} (`#` and `%` are operators there) and $((...)) (`<<` is a shift):
-# brackets count, no comment, no heredoc.
+# Inside ${...} (`#` and `%` are operators there) and $((...)) (`<<` is a shift): no
+# comment, no heredoc; brackets count in $((...)), only the closing brace in ${...}.
 _SH_EXPANSION = re.compile(rb"""[^"'\\$`()\[\]{}]+|\\.?|'[^']*'?|\$\(\(|\$\(|\$\{|\$
                                |[`"()\[\]{}]""", re.S | re.X)
+_SH_PLAIN_IN_PARAMETER = frozenset((b"{", b"[", b"]", b"(", b")"))
 _SH_DOUBLE_ACTIVE = frozenset((b'"', b"$(", b"${", b"$((", b"`"))
 # A Python script started by a shell line (pip's `'''exec' python "$0" "$@"`): bash
 # never reads past that line, so what follows is not shell.
@@ -53,6 +69,27 @@ _SH_OPENS_FRAME = {b"$(": b"(", b"(": b"(", b"<(": b"(", b">(": b"(", b"$((": b"
 _SH_OPENER_OF = {b")": b"(", b"]": b"[", b"}": b"{"}
 _SH_SEPARATORS = frozenset((b";", b"&", b"&&", b"||", b"|", b"|&"))
 _SH_CASE_PATTERN = frozenset((b"case-pattern", b"case-word"))
+
+
+_ARITHMETIC_END = re.compile(rb"[();]")
+
+
+def _arithmetic(data: bytes, pos: int) -> bool:
+    """Is the `$((` just before `pos` arithmetic? Bash reads `$((a; b) | c)` as a
+    command substitution holding a subshell: arithmetic holds no `;`, and its first
+    `)` at depth 0 is followed by another."""
+    depth = 0
+    for found in _ARITHMETIC_END.finditer(data, pos, min(len(data), pos + 4096)):
+        byte = found.group()
+        if byte == b";" and depth == 0:
+            return False
+        if byte == b"(":
+            depth += 1
+        elif byte == b")":
+            if depth == 0:
+                return data[found.end():found.end() + 1] == b")"
+            depth -= 1
+    return True
 
 
 def _heredoc_end(data: bytes, pos: int, delimiter: bytes, dash: bool) -> int:
@@ -90,6 +127,11 @@ def shell_imbalance(data: bytes) -> int:
                     stack.pop()
                 else:
                     stack.append(b'"')
+            elif top == b"${" and tok in _SH_PLAIN_IN_PARAMETER:
+                continue  # bash pairs only the braces: `${a/#/${p}[}`, `${a:-{}`
+            elif tok == b"$((" and not _arithmetic(data, pos):
+                stack += [b"(", b"("]  # `$( (a; b) | c )`: a subshell in a substitution
+                command = True
             elif tok in _SH_OPENS_FRAME:
                 stack.append(_SH_OPENS_FRAME[tok])
                 command = tok == b"$("
@@ -143,6 +185,10 @@ def shell_imbalance(data: bytes) -> int:
         elif kind == "word":
             command, bad = _shell_word(tok, stack, top, command, bad)
         else:
+            if tok == b"$((" and not _arithmetic(data, pos):
+                stack += [b"(", b"("]
+                command = True
+                continue
             command, bad = _shell_operator(tok, stack, top, bad)
     return bad + len(stack) + len(heredocs)
 

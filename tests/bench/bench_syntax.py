@@ -1,8 +1,9 @@
 """Syntax stage throughput against raw `Parser.parse` on the same bytes.
 
-    python tests/bench/bench_syntax.py [--repeat 5] [--languages PHP TSX ...]
+    python tests/bench/bench_syntax.py [--repeat 5] [--languages PHP TSX ...] [--validation]
 
-Documents: the calibration files of every language (tests/calibration/files).
+Documents: the calibration files of every language (tests/calibration/files), or with
+`--validation` the validation half (tests/calibration/validation/, 11 languages).
 "raw" is tree-sitter alone: one reused parser per language, bytes already
 encoded. "stage" is `Syntax.apply` on an Arrow table of the same documents:
 text out of Arrow, encode, preprocessor mask (C/C++), parse with a timeout
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "calibration"))
 import corpus  # noqa: E402
+import validation  # noqa: E402
 
 from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
 from lemur_data.stages.base import ShardContext  # noqa: E402
@@ -33,15 +35,21 @@ from lemur_data.stages.syntax import Syntax, SyntaxParams  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--languages", nargs="*", default=corpus.LANGUAGES)
+    parser.add_argument("--languages", nargs="*", default=None)
+    parser.add_argument("--validation", action="store_true")
     args = parser.parse_args()
+    if args.languages is None:
+        args.languages = validation.LANGUAGES if args.validation else corpus.LANGUAGES
     rows = []
     for language in args.languages:
-        for entry in corpus.listed(language):
-            if corpus.exists(entry):
-                text = corpus.read(entry).decode("utf-8", "replace")
-                rows.append({"id": entry, "text": text, "source": "bench", "kind": "code",
-                             "lang": language, "path": entry})
+        if args.validation:
+            texts = [(e, validation.read(e)) for _, e in validation.listed(language)]
+        else:
+            texts = [(e, corpus.read(e)) for e in corpus.listed(language) if corpus.exists(e)]
+        for entry, data in texts:
+            rows.append({"id": entry, "text": data.decode("utf-8", "replace"),
+                         "source": "bench", "kind": "code", "lang": language,
+                         "path": entry})
     table = documents_table(rows)
     data = [(row["lang"], row["text"].encode()) for row in rows]
     parsers = {language: syntax_check.Checker(language).parser for language in args.languages}
