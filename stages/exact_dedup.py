@@ -20,7 +20,6 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import xxhash
 from pydantic import PositiveInt
 
@@ -168,9 +167,8 @@ class ExactDedupApplier(DocumentStage[ExactDedupParams]):
         return f"{super().cache_key()}:{self.decisions_dir}"
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        files = storage.list_files(self.decisions_dir, ".parquet")
-        drops = ds.dataset(files, format="parquet").to_table(
-            filter=ds.field("shard") == ctx.shard_id, columns=["id", "kept_id", "earlier"])
+        drops = storage.read_shard_rows(storage.list_files(self.decisions_dir, ".parquet"),
+                                        ctx.shard_id, ["id", "kept_id", "earlier"])
         decided = {row["id"]: row for row in drops.to_pylist()}
         reasons, details = [], []
         for doc_id in docs.column("id").to_pylist():

@@ -34,7 +34,6 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import xxhash
 from pydantic import ByteSize, Field, PositiveInt
 
@@ -209,9 +208,8 @@ class RepoContextApplier(DocumentStage[RepoContextParams]):
         return [pa.field("repo_files", pa.list_(pa.string())), pa.field("repo_part", pa.int32())]
 
     def _read(self, kind: str, shard: str, columns: list[str]) -> pa.Table:
-        files = storage.list_files(storage.join(self.decisions_dir, kind), ".parquet")
-        return ds.dataset(files, format="parquet").to_table(filter=ds.field("shard") == shard,
-                                                            columns=columns)
+        return storage.read_shard_rows(
+            storage.list_files(storage.join(self.decisions_dir, kind), ".parquet"), shard, columns)
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         hosts = self._read("docs", ctx.shard_id,

@@ -62,13 +62,9 @@ class MinHashApplier(DocumentStage[MinHashParams]):
         return f"{super().cache_key()}:{self.files.root}"
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        import pyarrow.dataset as ds  # here: ~0.2 s to import (pandas), a cost for the driver
-
-        path = self.files.decisions(self.part_of_shard[ctx.shard_id])
-        fs, local = storage.filesystem(path)
-        drops = ds.dataset(local, format="parquet", filesystem=fs).to_table(
-            filter=ds.field("shard") == ctx.shard_id,
-            columns=["id", "kept_id", "cluster", "size", "earlier"])
+        drops = storage.read_shard_rows(
+            [self.files.decisions(self.part_of_shard[ctx.shard_id])], ctx.shard_id,
+            ["id", "kept_id", "cluster", "size", "earlier"])
         decided = {row["id"]: row for row in drops.to_pylist()}
         reasons, details = [], []
         for doc_id in docs.column("id").to_pylist():
