@@ -91,6 +91,21 @@ class StageResult:
     def keep_all(cls, table: pa.Table) -> StageResult:
         return cls(table, pa.nulls(table.num_rows, pa.string()))
 
+    @classmethod
+    def from_decisions(cls, table: pa.Table, drops: pa.Table,
+                       explain: Callable[[dict[str, Any]], tuple[str, str]]) -> StageResult:
+        """Remove what a global stage decided: `drops` has an `id` column, one row per
+        document to remove; `explain(row)` gives that document's (rule, detail)."""
+        decided = {row["id"]: row for row in drops.to_pylist()}
+        reasons: list[str | None] = []
+        details: list[str | None] = []
+        for doc_id in table.column("id").to_pylist():
+            row = decided.get(doc_id)
+            reason, detail = explain(row) if row is not None else (None, None)
+            reasons.append(reason)
+            details.append(detail)
+        return cls(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+
 
 class DocumentStage(ABC, Generic[P]):
     """A per-document stage. Instances are built once per worker and reused."""

@@ -155,6 +155,13 @@ DROPS_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()), ("kept_id
 """`earlier`: the earlier run whose kept copy this document duplicates (null: this run's)."""
 
 
+def _explain(row: dict[str, Any]) -> tuple[str, str]:
+    if row["earlier"] is None:
+        return "duplicate", f"duplicate of {row['kept_id']}"
+    return ("duplicate_of_earlier",
+            f"duplicate of {row['kept_id']} in earlier run {row['earlier']}")
+
+
 class ExactDedupApplier(DocumentStage[ExactDedupParams]):
     name = "exact_dedup"
     Params = ExactDedupParams
@@ -169,20 +176,7 @@ class ExactDedupApplier(DocumentStage[ExactDedupParams]):
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         drops = storage.read_shard_rows(storage.list_files(self.decisions_dir, ".parquet"),
                                         ctx.shard_id, ["id", "kept_id", "earlier"])
-        decided = {row["id"]: row for row in drops.to_pylist()}
-        reasons, details = [], []
-        for doc_id in docs.column("id").to_pylist():
-            row = decided.get(doc_id)
-            if row is None:
-                reasons.append(None)
-                details.append(None)
-            elif row["earlier"] is None:
-                reasons.append("duplicate")
-                details.append(f"duplicate of {row['kept_id']}")
-            else:
-                reasons.append("duplicate_of_earlier")
-                details.append(f"duplicate of {row['kept_id']} in earlier run {row['earlier']}")
-        return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+        return StageResult.from_decisions(docs, drops, _explain)
 
 
 class ExactDedup(GlobalStage[ExactDedupParams]):

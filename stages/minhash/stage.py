@@ -48,6 +48,14 @@ from lemur_data.stages.minhash.signatures import SignShard
 from lemur_data.stages.minhash.verify import CheckPairs, ShipSets
 
 
+def _explain(row: dict[str, Any]) -> tuple[str, str]:
+    if row["earlier"] is None:
+        return "near_duplicate", (f"near duplicate of {row['kept_id']} (cluster "
+                                  f"{row['cluster']}, {row['size']} documents)")
+    return ("near_duplicate_of_earlier",
+            f"near duplicate of {row['kept_id']} in earlier run {row['earlier']}")
+
+
 class MinHashApplier(DocumentStage[MinHashParams]):
     name = "minhash"
     Params = MinHashParams
@@ -65,22 +73,7 @@ class MinHashApplier(DocumentStage[MinHashParams]):
         drops = storage.read_shard_rows(
             [self.files.decisions(self.part_of_shard[ctx.shard_id])], ctx.shard_id,
             ["id", "kept_id", "cluster", "size", "earlier"])
-        decided = {row["id"]: row for row in drops.to_pylist()}
-        reasons, details = [], []
-        for doc_id in docs.column("id").to_pylist():
-            row = decided.get(doc_id)
-            if row is None:
-                reasons.append(None)
-                details.append(None)
-            elif row["earlier"] is None:
-                reasons.append("near_duplicate")
-                details.append(f"near duplicate of {row['kept_id']} (cluster {row['cluster']}, "
-                               f"{row['size']} documents)")
-            else:
-                reasons.append("near_duplicate_of_earlier")
-                details.append(f"near duplicate of {row['kept_id']} in earlier run "
-                               f"{row['earlier']}")
-        return StageResult(docs, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+        return StageResult.from_decisions(docs, drops, _explain)
 
 
 class MinHash(GlobalStage[MinHashParams]):
