@@ -470,3 +470,43 @@ def test_php_file_that_lost_its_open_tag_is_unbalanced() -> None:
         assert checker.check_file(tagless).unbalanced >= 1, path
     page = b"<!DOCTYPE html>\n<script>\nfunction f() {}\n$x = 1;\n</script>\n"
     assert checker.check_file(page).unbalanced == 0
+
+
+def test_gaps_the_redrawn_validation_half_found_are_closed() -> None:
+    """Valid files the redrawn validation half rejected, each a form the grammar or the
+    balance count did not know; they pass, and the same file cut still fails.
+    - libgpg-error's `#if 0 /* comment */` branch holding a lone `}`;
+    - @types/node's `global { }` inside `declare module`, typescript-eslint's
+      `abstract: boolean;` property, TanStack's `({ behavior }?: O) => void`;
+    - PEAR's Text_Wiki `$s{$i}` string offsets (PHP 5/7);
+    - pbuilder's `for ((i=1; i < $#; i++)) { ...; }` (bash's brace-bodied for)."""
+    files = [
+        ("C", fixture("libgpg-error-dev") / "usr/include/x86_64-linux-gnu/gpg-error.h"),
+        ("TypeScript", fixture("@types/node") / "node/buffer.d.ts"),
+        ("TypeScript", fixture("@types/node") / "node/buffer.buffer.d.ts"),
+        ("TypeScript",
+         fixture("@typescript-eslint/types") / "package/dist/generated/ast-spec.d.ts"),
+        ("TypeScript", fixture("@tanstack/virtual-core") / "package/dist/esm/index.d.ts"),
+        ("PHP", fixture("php-text-wiki") / "usr/share/php/Text/Wiki.php"),
+        ("Shell", fixture("pbuilder") / "usr/lib/pbuilder/pbuilder-modules"),
+    ]
+    params = SyntaxParams()
+    for language, path in files:
+        checker = syntax_check.Checker(language)
+        source = path.read_bytes()
+
+        def rejected(data: bytes, language: str = language,
+                     checker: syntax_check.Checker = checker) -> str | None:
+            return syntax_check.rejects(checker.check_file(data), params.share_for(language),
+                                        params.missing_for(language),
+                                        params.unbalanced_for(language))
+
+        assert rejected(source) is None, path
+        masked = syntax_mask.prepare(language, source)
+        assert len(masked) == len(source) and masked.count(b"\n") == source.count(b"\n")
+        at = source.rindex(b"}")
+        assert rejected(source[:at] + source[at + 1:]) is not None, path
+    assert syntax_mask.prepare("PHP", b"$c = $this->s{$i} . $m[2]{0};") == (
+        b"$c = $this->s[$i] . $m[2][0];")
+    assert syntax_balance.shell_imbalance(b"for x in {1..3}; do\n echo $x\ndone\n") == 0
+    assert syntax_balance.shell_imbalance(b"for ((i=0; i<3; i++)) {\n echo\n") == 1

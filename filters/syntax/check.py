@@ -250,8 +250,9 @@ class Checker:
     def check_file(self, data: bytes, timeout_s: float | None = None) -> SyntaxReport:
         """`check` after `syntax_mask.mask`: what the stage does with a document's bytes.
 
-        TypeScript, TSX and Rust are parsed as they are first, and masked only if the
-        grammar errs (each parse has `timeout_s`).
+        The MASKED_ON_ERROR languages (TypeScript, TSX, Rust, Python, JavaScript,
+        PHP) are parsed as they are first, and masked only if the grammar errs (each
+        parse has `timeout_s`).
         """
         if self.language in MASKED_ON_ERROR:
             report = self.check(data, timeout_s)

@@ -9,6 +9,7 @@ Some valid files make a tree-sitter grammar err where the language is fine:
   clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
 - JavaScript (and TypeScript): reserved words exported under their own name
   (`export { null_ as null }`);
+- PHP 5 and 7: string offsets in braces (`$s{$i}`), removed in PHP 8;
 - Python 2 (The Stack labels it Python): `exec code in ns` with an expression for
   code, `async` / `await` as names, keywords as attribute names (Jython's
   `future.await`, `Signal.raise(...)`);
@@ -17,12 +18,14 @@ Some valid files make a tree-sitter grammar err where the language is fine:
   escapes in template literal types, `type` as an exported name,
   variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
-  `.d.ts` files), which tree-sitter-typescript 0.23 does not know.
+  `.d.ts` files), `global { }` nested in `declare module`, `abstract` as a
+  property name and optional destructured parameters (`({ a }?: T) => void`),
+  which tree-sitter-typescript 0.23 does not know.
 Each mask rewrites only such spans, with blanks or an identifier of the same length,
 so an error share or an offset still refers to the original file, and the rest of
 the file keeps meeting the strict grammar. The TypeScript masks are applied only to
 files the grammar errs on (`MASKED_ON_ERROR`; Checker.check_file parses again), and
-so are Rust's.
+so are those of Rust, Python, JavaScript and PHP.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ _FIRST_LONE_MACRO = re.compile(rb"[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?=\n|\Z)")
 _NEVER = frozenset((b"0", b"false"))
 _BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
 PREPROCESSED = frozenset({"C", "C++"})
+
+
+def _condition(rest: bytes) -> bytes:
+    """A directive's condition without a trailing comment."""
+    return rest.split(b"/*", 1)[0].split(b"//", 1)[0].strip()
 
 
 def _blank(line: bytes) -> bytes:
@@ -116,7 +124,8 @@ def mask_conditionals(data: bytes, lone_macros: bool = True) -> tuple[bytes, int
         if not word:  # a lone macro line
             pass
         elif word in (b"if", b"ifdef", b"ifndef"):
-            keep = not (word == b"if" and rest.strip() in _NEVER)
+            # `#if 0 /* just to make Emacs auto-indent happy */` (libgpg-error)
+            keep = not (word == b"if" and _condition(rest) in _NEVER)
             keeping.append(keep)
             taken.append(keep)
         elif keeping and word == b"endif":
@@ -155,11 +164,21 @@ _ESCAPE = re.compile(rb"\\[^\r\n]")
 # `type` as the name in an export specifier (`export { type as interface }`): the
 # grammar takes it for the `type` modifier.
 _TYPE_NAME = re.compile(rb"(?<![\w$.])type(?=[ \t]+as[ \t]+[A-Za-z_$])")
+# `global { ... }` augmenting the global scope from inside `declare module "x" { }`
+# (@types/node): the grammar knows only `declare global`; blanked, the block is a
+# plain statement block holding the same declarations.
+_NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]*)global(?=[ \t]*\{)")
+# `abstract` as a property name (`abstract: boolean;`), which the grammar takes for
+# the modifier; renamed to an identifier of the same length.
+_ABSTRACT_NAME = re.compile(rb"(?<![\w$.])abstract(?=[ \t]*\??[ \t]*:)")
+# An optional destructured parameter in a signature (`({ behavior }?: Options) =>
+# void`, as tsc writes .d.ts files): the `?` is blanked.
+_OPTIONAL_PATTERN = re.compile(rb"(?<=\})\?(?=[ \t]*:)")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 # Languages whose masks only matter where the grammar errs: the checker parses the
 # file as is and parses the masked bytes only if that has errors (and the mask
 # changed something), so clean files pay nothing.
-MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python", "JavaScript"})
+MASKED_ON_ERROR = frozenset({"TypeScript", "TSX", "Rust", "Python", "JavaScript", "PHP"})
 
 # JavaScript (and TypeScript): a reserved word as the exported name in an export clause
 # (`export { null_ as null, void_ as void }`, valid since ES2015), which the grammar
@@ -206,16 +225,37 @@ def _identifier(match: re.Match[bytes]) -> bytes:
 def mask_typescript(data: bytes) -> bytes:
     """`data` with variance annotations blanked, `import("x")` made an identifier,
     a `;` before each signature line that starts with type parameters, escapes made
-    plain characters (template literal types) and `type` as an exported name renamed."""
+    plain characters (template literal types), `type` as an exported name and
+    `abstract` as a property name renamed, a nested `global` and the `?` of an
+    optional destructured parameter blanked."""
     data = _VARIANCE.sub(_variance_blanked, data)
     data = _SIGNATURE_LINE.sub(rb"\n\1;<", data)
     if b"`" in data and b"\\" in data:
         data = _ESCAPE.sub(b"__", data)
     if b"type" in data:
         data = _TYPE_NAME.sub(b"_ype", data)
+    if b"global" in data:
+        data = _NESTED_GLOBAL.sub(rb"\1      ", data)
+    if b"abstract" in data:
+        data = _ABSTRACT_NAME.sub(b"abstrac_", data)
+    if b"}?" in data:
+        data = _OPTIONAL_PATTERN.sub(b" ", data)
     data = mask_javascript(data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
+    return data
+
+
+# PHP 5/7's string offset in braces (`$s{$i}`, `$m[2]{0}`), gone in PHP 8 but common
+# in The Stack's PHP (PEAR-era code): made the `[...]` offset it means.
+_PHP_BRACE_OFFSET = re.compile(rb"(\$[A-Za-z_]\w*(?:->[A-Za-z_]\w*|\[[^\]\n]*\])*)"
+                               rb"\{([^{}\n]*)\}")
+
+
+def mask_php(data: bytes) -> bytes:
+    """`data` with PHP 5's `$s{$i}` string offsets written `$s[$i]`; same length."""
+    if b"{" in data:
+        data = _PHP_BRACE_OFFSET.sub(rb"\1[\2]", data)
     return data
 
 
@@ -276,6 +316,8 @@ def mask(language: str, data: bytes) -> tuple[bytes, int]:
         return mask_python(data), 0
     if language == "JavaScript":
         return mask_javascript(data), 0
+    if language == "PHP":
+        return mask_php(data), 0
     return data, 0
 
 

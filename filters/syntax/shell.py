@@ -189,7 +189,10 @@ def shell_imbalance(data: bytes) -> int:
                 stack += [b"(", b"("]
                 command = True
                 continue
-            command, bad = _shell_operator(tok, stack, top, bad)
+            if tok == b"{" and top == b"for":  # `for ((...)) {`: a command follows `))`
+                command = command or data[max(0, m.start() - 64):m.start()].rstrip(
+                    b" \t").endswith(b"))")
+            command, bad = _shell_operator(tok, stack, top, command, bad)
     return bad + len(stack) + len(heredocs)
 
 
@@ -238,7 +241,7 @@ def _shell_word(tok: bytes, stack: list[bytes], top: bytes, command: bool,
     return tok in _SH_NEXT_IS_COMMAND, bad
 
 
-def _shell_operator(tok: bytes, stack: list[bytes], top: bytes,
+def _shell_operator(tok: bytes, stack: list[bytes], top: bytes, command: bool,
                     bad: int) -> tuple[bool, int]:
     """Apply one operator (or bracket, quote); the new `command` flag and count."""
     if tok in (b";;", b";&", b";;&"):
@@ -254,6 +257,9 @@ def _shell_operator(tok: bytes, stack: list[bytes], top: bytes,
         if tok == b"(" or tok == b"|":
             return False, bad
     if tok in _SH_SEPARATORS:
+        return True, bad
+    if tok == b"{" and top == b"for" and command:  # `for ((i=0; i<n; i++)) { ...; }`:
+        stack[-1] = b"{"  # bash's brace body in place of do ... done
         return True, bad
     if tok in _SH_OPENS_FRAME:
         stack.append(_SH_OPENS_FRAME[tok])
