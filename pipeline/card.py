@@ -261,7 +261,9 @@ def _limitations(stats: dict[str, Any]) -> str:
 
 
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
-                plots: list[str], include: Include = "parquet") -> DatasetCard:
+                plots: list[str], include: Include = "parquet",
+                expansions: dict[str, str] | None = None) -> DatasetCard:
+    """`expansions`: the manifest's placeholders and their values (manifest.json's)."""
     data = card_data(stats, include)
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
@@ -317,7 +319,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         "`{manifest_dir}`: the folder of the manifest file)."
         + (" Files under `{manifest_dir}` sit beside the manifest: copy them along with "
            "it (for a manifest of the lemur-data repository, run it from a clone)."
-           if "{manifest_dir}" in manifest_yaml else ""),
+           if "{manifest_dir}" in (expansions or {}) else ""),
         "```yaml\n" + manifest_yaml.rstrip() + "\n```",
         "## Limitations", _limitations(stats),
     ]
@@ -330,7 +332,8 @@ def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_y
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
     from lemur_data.pipeline.public import public_text
 
-    card = render_card(stats, record["manifest"], manifest_yaml, plots, include)
+    card = render_card(stats, record["manifest"], manifest_yaml, plots, include,
+                       record.get("expansions"))
     path = storage.join(run_dir, "README.md")
     storage.write_bytes_atomic(path, public_text(str(card), run_dir).encode())
     return path

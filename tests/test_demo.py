@@ -58,6 +58,8 @@ def test_demo_builds_everything_the_readme_promises(tmp_path: Path) -> None:
             source = scoped[stage["name"]]
             docs = stage["by_source"][source]["in"]["docs"]
             assert f"It applied to the {docs:,} of them from `{source}`" in card.text
+    # its notebooks are read from beside the manifest: the card says to copy them along
+    assert "Files under `{manifest_dir}` sit beside the manifest" in card.text
     report = (run / "report.html").read_text()
     assert "<img" in report and "http://" not in report.replace("http://www.w3.org", "")
     assert (run / "megatron" / "data_args.txt").exists()

@@ -213,6 +213,7 @@ def test_card_loads_validates_and_reproduces_the_manifest(mixed_run: Path) -> No
     assert (f"It applied to the {in_scope:,} of them from `stdlib`; the others passed "
             "through untouched.") in text
     assert text.count("It applied to") == 1  # unscoped stages apply to all
+    assert "Files under `{manifest_dir}`" not in text  # its paths are absolute
     # the stats table of the card holds the run's numbers
     section = text.split("## Statistics", 1)[1]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
