@@ -16,6 +16,7 @@ from typing import Any, Literal
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from lemur_data.stages import storage
+from lemur_data.stages.base import sources_in_scope
 from lemur_data.stages.registry import STAGE_INFO
 
 Include = Literal["none", "parquet", "megatron"]
@@ -133,7 +134,21 @@ def _read(stats: dict[str, Any]) -> str:
             "removed.\n\n" + _md_table(READ_HEADERS, read_rows(stats)))
 
 
-def _stages(stats: dict[str, Any]) -> str:
+def _scope(stage: dict[str, Any], manifest: dict[str, Any]) -> str:
+    """Which of a stage's documents it applied to, when `sources`/`kinds` narrow it."""
+    params = stage.get("params") or {}
+    sources, kinds = params.get("sources"), params.get("kinds")
+    if sources is None and kinds is None:
+        return ""
+    names = sources_in_scope(sources, kinds, {s["name"]: s["kind"] for s in manifest["sources"]})
+    docs = sum((stage.get("by_source") or {}).get(n, {}).get("in", {}).get("docs", 0)
+               for n in names)
+    return (f" It applied to the {docs:,} of them from "
+            + (", ".join(f"`{n}`" for n in names) or "no source")
+            + "; the others passed through untouched.")
+
+
+def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     from lemur_data.pipeline.report import STANDARD_KEYS, flatten, scalar_text
 
     parts = []
@@ -143,7 +158,7 @@ def _stages(stats: dict[str, Any]) -> str:
         parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
                      f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
                      f"removed {stage['removed']['docs']:,} "
-                     f"({stage['removed']['bytes']:,} bytes).")
+                     f"({stage['removed']['bytes']:,} bytes).{_scope(stage, manifest)}")
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
@@ -246,7 +261,9 @@ def _limitations(stats: dict[str, Any]) -> str:
 
 
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
-                plots: list[str], include: Include = "parquet") -> DatasetCard:
+                plots: list[str], include: Include = "parquet",
+                expansions: dict[str, str] | None = None) -> DatasetCard:
+    """`expansions`: the manifest's placeholders and their values (manifest.json's)."""
     data = card_data(stats, include)
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
@@ -276,7 +293,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         _md_table(["license", "docs"],
                   [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")
                                                or {})]),
-        "## Processing", _stages(stats),
+        "## Processing", _stages(stats, manifest),
         *(["## Decontamination", _decontamination(stats)] if _decontamination(stats) else []),
         "## Statistics",
         _md_table(["stage", "in docs", "kept docs", "removed docs", "in bytes", "kept bytes",
@@ -299,7 +316,10 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         "`lemur-data build --manifest manifest.yaml` (add `--ray-address auto` on a Ray "
         "cluster). The same manifest and inputs give byte-identical output. Local paths "
         "are written as the placeholders the manifest used (`{stdlib}`, `${HOME}`, "
-        "`{manifest_dir}`: the folder of the manifest file).",
+        "`{manifest_dir}`: the folder of the manifest file)."
+        + (" Files under `{manifest_dir}` sit beside the manifest: copy them along with "
+           "it (for a manifest of the lemur-data repository, run it from a clone)."
+           if "{manifest_dir}" in (expansions or {}) else ""),
         "```yaml\n" + manifest_yaml.rstrip() + "\n```",
         "## Limitations", _limitations(stats),
     ]
@@ -312,7 +332,8 @@ def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_y
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
     from lemur_data.pipeline.public import public_text
 
-    card = render_card(stats, record["manifest"], manifest_yaml, plots, include)
+    card = render_card(stats, record["manifest"], manifest_yaml, plots, include,
+                       record.get("expansions"))
     path = storage.join(run_dir, "README.md")
     storage.write_bytes_atomic(path, public_text(str(card), run_dir).encode())
     return path

@@ -191,10 +191,11 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
               highlight=False)
     needed = manifest.mixture is not None and manifest.mixture.read == "needed"
     fractions = read_fractions(manifest, by_source)
+    read_by_source = {s.name: int(by_source.get(s.name, 0) * fractions[s.name])
+                      for s in manifest.sources}
     read_by_kind = {"code": 0, "text": 0}
     for source in manifest.sources:
-        read_by_kind[source.kind] += int(by_source.get(source.name, 0)
-                                         * fractions[source.name])
+        read_by_kind[source.kind] += read_by_source[source.name]
     if needed:
         out.print("read: needed, expected share of each source read (the build's pilot "
                   "measures the yield; this assumes estimate.KEPT_SHARE):")
@@ -209,21 +210,24 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                       f"{reads.bytes_read / 1e6:,.2f} MB in full + at most "
                       f"{reads.bytes_candidates / 1e6:,.2f} MB for candidates only",
                       highlight=False)
-    costs = estimate(manifest, read_by_kind)
-    charged = "what read: needed is expected to read" if needed else "all of it"
+    costs = estimate(manifest, read_by_source)
+    charged = ("what read: needed is expected to read of" if needed else "all of") \
+        + " the sources in its scope"
     out.print(f"estimate for {read_by_kind['code'] / 1e9:,.1f} GB of code and "
               f"{read_by_kind['text'] / 1e9:,.1f} GB of text (every stage charged for {charged}):")
-    out.print(f"  {'stage':<16} {'core-hours':>11} {'disk GB':>9} {'memory/worker':>14}")
+    out.print(f"  {'stage':<16} {'input GB':>9} {'core-hours':>11} {'disk GB':>9} "
+              f"{'memory/worker':>14}")
     for cost in costs:
-        out.print(f"  {cost.stage:<16} {cost.core_hours:>11,.1f} {cost.disk_bytes / 1e9:>9,.1f} "
-                  f"{cost.worker_memory_mb / 1e3:>11.1f} GB", highlight=False)
+        out.print(f"  {cost.stage:<16} {cost.input_bytes / 1e9:>9,.1f} {cost.core_hours:>11,.1f} "
+                  f"{cost.disk_bytes / 1e9:>9,.1f} {cost.worker_memory_mb / 1e3:>11.1f} GB",
+                  highlight=False)
     core_hours = sum(c.core_hours for c in costs)
     nodes = nodes_for_a_day(costs, cores_per_node)
     disk_tb = sum(c.disk_bytes for c in costs) / 1e12
     out.print(f"  total {core_hours:,.0f} core-hours, {disk_tb:,.2f} TB of disk: {nodes} node(s) "
               f"of {cores_per_node} cores finish it in a day", highlight=False)
     if needed:
-        every = estimate(manifest, by_kind)
+        every = estimate(manifest, by_source)
         out.print(f"  with read: all ({by_kind['code'] / 1e9:,.1f} GB of code, "
                   f"{by_kind['text'] / 1e9:,.1f} GB of text): "
                   f"{sum(c.core_hours for c in every):,.0f} core-hours, "

@@ -2,8 +2,11 @@
 
 Rates are per-core throughputs measured by the benchmarks in tests/bench/ on this
 project's reference machine (2-core x86_64, 2026-11-30; docs/benchmarks.md).
-Every stage is charged for the whole input (an upper bound: in practice each
-filter shrinks what the next one reads), so the answer errs on the safe side.
+Every stage is charged for the whole input of the sources in its scope (its
+`sources`/`kinds`; all of them by default), not for what earlier filters leave (an
+upper bound: in practice each filter shrinks what the next one reads), so the answer
+errs on the safe side. Disk for a step's kept shards counts every document, since
+documents outside a stage's scope pass through it and are written too.
 With `mixture.read: needed` the input is what the mixture is expected to use
 (`read_fractions`); a build measures the yield instead, and may read a little more.
 """
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from lemur_data.pipeline.budget import PILOT_SHARE
 from lemur_data.pipeline.manifest import Manifest
+from lemur_data.stages.base import StageParams, sources_in_scope
 from lemur_data.stages.registry import STAGE_INFO
 
 # stage rates (MB/s per core) live in stages/registry.py with the other facts of a stage
@@ -38,50 +42,64 @@ class StageCost:
     worker_memory_mb: float
 
 
-def stage_names(manifest: Manifest) -> list[str]:
-    names = ["ingest", *[spec.name for spec in manifest.stage_specs]]
+def _stages(manifest: Manifest) -> list[tuple[str, StageParams | None]]:
+    """Every stage of a run in order, with its manifest parameters (None: implicit)."""
+    stages: list[tuple[str, StageParams | None]] = [("ingest", None)]
+    stages += [(spec.name, spec.params) for spec in manifest.stage_specs]
     if manifest.tokenizes:
-        names.append("tokenize")
+        stages.append(("tokenize", None))
     if manifest.packs:
-        names.append("mix")
-    return names
+        stages.append(("mix", None))
+    return stages
 
 
 def _is_global(stage: str) -> bool:
     return stage in STAGE_INFO and STAGE_INFO[stage].is_global
 
 
-def _partitions(manifest: Manifest, stage: str) -> int:
-    spec = next((s for s in manifest.stage_specs if s.name == stage), None)
-    return int(getattr(spec.params, "partitions", 0) or 0) if spec else 0
+def _scoped_bytes(manifest: Manifest, params: StageParams | None,
+                  bytes_by_source: dict[str, int]) -> dict[str, int]:
+    """Bytes per kind of the sources a stage applies to (all sources without params)."""
+    kind_of = {s.name: s.kind for s in manifest.sources}
+    names = (sources_in_scope(params.sources, params.kinds, kind_of) if params is not None
+             else list(kind_of))
+    by_kind = {"code": 0, "text": 0}
+    for name in names:
+        by_kind[kind_of[name]] += int(bytes_by_source.get(name, 0))
+    return by_kind
 
 
-def estimate(manifest: Manifest, bytes_by_kind: dict[str, int]) -> list[StageCost]:
-    """Cost of each stage for `bytes_by_kind` ({"code": n, "text": m}) of input."""
-    input_bytes = sum(bytes_by_kind.values())
-    docs = input_bytes / AVG_DOC_BYTES
+def estimate(manifest: Manifest, bytes_by_source: dict[str, int]) -> list[StageCost]:
+    """Cost of each stage for `bytes_by_source` (source name -> input bytes)."""
+    total_bytes = sum(int(bytes_by_source.get(s.name, 0)) for s in manifest.sources)
     costs = []
-    names = stage_names(manifest)
+    stages = _stages(manifest)
+    names = [name for name, _ in stages]
     # a documents step ends before each global stage and at the end; a global stage
     # directly followed by another opens a step holding only its applier
-    writes = {name for i, name in enumerate(names)
-              if i + 1 == len(names) or _is_global(names[i + 1])}
-    for stage in names:
+    writes = {i for i in range(len(names)) if i + 1 == len(names) or _is_global(names[i + 1])}
+    for i, (stage, params) in enumerate(stages):
         info = STAGE_INFO.get(stage)
         rates = dict(zip(("code", "text"), info.rate_mb_s, strict=True)) if info else {}
+        scoped = _scoped_bytes(manifest, params, bytes_by_source)
+        input_bytes = sum(scoped.values())
+        docs = input_bytes / AVG_DOC_BYTES
         core_hours = sum(size / 1e6 / rates.get(kind, DEFAULT_RATE_MB_S) / 3600
-                         for kind, size in bytes_by_kind.items())
-        # a fused step writes its kept shards once, after its last document stage
-        disk = input_bytes * PARQUET_RATIO if stage in writes else 0
+                         for kind, size in scoped.items())
+        # a fused step writes its kept shards once, after its last document stage: all
+        # documents, in the stage's scope or not
+        written = total_bytes * PARQUET_RATIO
+        disk = written if i in writes else 0
         memory = WORKER_BASE_MB
-        applier_step = input_bytes * PARQUET_RATIO if _is_global(stage) and stage in writes else 0
+        applier_step = written if _is_global(stage) and i in writes else 0
+        partitions = max(int(getattr(params, "partitions", 0) or 0), 1)
         if stage == "exact_dedup":
             disk = docs * 80 + applier_step
-            memory += docs * 100 / max(_partitions(manifest, stage), 1) / 1e6
+            memory += docs * 100 / partitions / 1e6
         elif stage == "minhash":
             permutations = 256
             disk = docs * permutations * 8 + applier_step
-            memory += docs * permutations * 8 / max(_partitions(manifest, stage), 1) / 1e6
+            memory += docs * permutations * 8 / partitions / 1e6
         elif stage == "tokenize":
             disk = input_bytes / 3.5 * 2 * 1.2  # token ids as uint16, parquet overhead
         elif stage == "mix" and manifest.mixture:

@@ -131,7 +131,8 @@ def card_for(run_dir: str, include: Include) -> bytes:
     order = ["waterfall", "mixture", "tokens_by_language", "lengths", "cluster_sizes",
              "syntax_errors"]
     plots.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
-    card = render_card(stats, record["manifest"], manifest_yaml(run_dir), plots, include)
+    card = render_card(stats, record["manifest"], manifest_yaml(run_dir), plots, include,
+                       record.get("expansions"))
     return public_text(str(card), run_dir).encode()
 
 

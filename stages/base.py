@@ -64,6 +64,15 @@ def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
     return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
 
 
+def sources_in_scope(sources: list[str] | None, kinds: list[str] | None,
+                     kind_of: dict[str, str]) -> list[str]:
+    """The sources (of `kind_of`: source name -> kind, in manifest order) a stage with
+    these `sources`/`kinds` applies to: `in_scope` for whole sources, where there are
+    counts or sizes per source but no documents (`plan`'s cost, the dataset card)."""
+    return [name for name, kind in kind_of.items()
+            if (sources is None or name in sources) and (kinds is None or kind in kinds)]
+
+
 @dataclass(frozen=True)
 class ShardContext:
     """Where a shard sits in a run; lets a stage find its global decisions."""

@@ -21,6 +21,23 @@ def run_build(raw: dict[str, Any], base_dir: Path, run_dir: Path, workers: int |
     return build(manifest, str(run_dir), workers=workers, progress="none")
 
 
+def drop_orphan_stages(raw: dict[str, Any]) -> dict[str, Any]:
+    """`raw` (a manifest as YAML gives it) without the stages scoped (`sources:`) to
+    sources it no longer has, and without those names in partly matching scopes: what a
+    test or benchmark that keeps only some of the demo's sources must do, since a stage
+    naming a missing source is a manifest error."""
+    names = {s["name"] for s in raw["sources"]}
+    stages = []
+    for entry in raw.get("stages") or []:
+        (name, params), = entry.items()
+        scope = (params or {}).get("sources")
+        if scope is None:
+            stages.append(entry)
+        elif names & set(scope):
+            stages.append({name: {**params, "sources": [s for s in scope if s in names]}})
+    return {**raw, "stages": stages}
+
+
 def digest(run_dir: Path) -> dict[str, str]:
     """sha256 of every output file of a run, by path relative to the run folder."""
     return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -20,7 +20,7 @@ import yaml
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
-from runs import digest
+from runs import digest, drop_orphan_stages
 
 REPO = Path(__file__).resolve().parents[1]
 A_SOURCES = ("python-stdlib", "python-help-topics")
@@ -33,6 +33,7 @@ def demo(sources: tuple[str, ...] | None = None, against: str | None = None,
         raw.pop(key, None)
     if sources:
         raw["sources"] = [s for s in raw["sources"] if s["name"] in sources]
+        raw = drop_orphan_stages(raw)  # the notebooks stage reads only `notebooks`
     # repo_context joins the kept files of a repository after dedup: the comparison of
     # kept texts here is about the dedup stages, so the stages after them are left out
     raw["stages"] = [e for e in raw["stages"] if next(iter(e)) != "repo_context"]

@@ -111,7 +111,8 @@ def mixed_run(ray_session, tmp_path_factory: pytest.TempPathFactory) -> Path:
                        {"name": "topics", "kind": "text", "lang": "en",
                         "reader": {"type": "python_object",
                                    "object": "pydoc_data.topics:topics"}}],
-           "stages": [{"exact_dedup": {"partitions": 2}}],
+           # scoped to the code: the card says which documents the stage applied to
+           "stages": [{"exact_dedup": {"partitions": 2, "sources": ["stdlib"]}}],
            "mixture": {"total_tokens": 300000, "weights": {"code": 10, "text": 1}},
            "output": {"megatron": {"max_shard_bytes": "200KB"}}}
     run = base / "run"
@@ -206,6 +207,13 @@ def test_card_loads_validates_and_reproduces_the_manifest(mixed_run: Path) -> No
     for stage in stats["stages"]:
         assert f". {stage['name']}\n" in text
     assert "`partitions=2`" in text
+    dedup = next(s for s in stats["stages"] if s["name"] == "exact_dedup")
+    in_scope = dedup["by_source"]["stdlib"]["in"]["docs"]
+    assert 0 < in_scope < dedup["in"]["docs"]
+    assert (f"It applied to the {in_scope:,} of them from `stdlib`; the others passed "
+            "through untouched.") in text
+    assert text.count("It applied to") == 1  # unscoped stages apply to all
+    assert "Files under `{manifest_dir}`" not in text  # its paths are absolute
     # the stats table of the card holds the run's numbers
     section = text.split("## Statistics", 1)[1]
     rows = [line for line in section.splitlines() if line.startswith("| ")]

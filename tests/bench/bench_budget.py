@@ -44,7 +44,12 @@ def manifest(prose: Path, read: str, total: float) -> dict[str, Any]:
     raw.pop("train", None)
     raw["name"] = f"budget-{read}"
     raw["shard"] = {"max_docs": 40, "max_bytes": "512KB"}
-    # the demo's paths are relative to manifests/; this manifest is written elsewhere
+    # the demo's paths are relative to manifests/; this manifest is written elsewhere, so
+    # its {manifest_dir} (the demo's notebooks) is spelled out
+    for source in raw["sources"]:
+        reader = source["reader"]
+        if "{manifest_dir}" in str(reader.get("root", "")):
+            reader["root"] = reader["root"].replace("{manifest_dir}", str(REPO / "manifests"))
     raw["sources"].append({"name": "prose-big", "kind": "text", "lang": "en",
                            "reader": {"type": "jsonl", "paths": [str(prose)]}})
     raw["mixture"] = {"total_tokens": total, "weights": {"code": 10, "text": 1}, "read": read,

@@ -28,6 +28,9 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from runs import drop_orphan_stages  # noqa: E402
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("email", "json", "http", "logging", "xml", "urllib", "asyncio", "unittest",
             "concurrent", "importlib", "multiprocessing", "sqlite3", "tomllib", "zoneinfo")
@@ -92,10 +95,11 @@ def main() -> int:
     for copies in (args.base, args.base * args.scale):
         folder = work / f"x{copies}"
         size = make_corpus(folder / "corpus", copies)
-        manifest = {**base, "name": f"memory-x{copies}",
-                    "sources": [{"name": "stdlib", "kind": "code",
-                                 "reader": {"type": "tree", "root": str(folder / "corpus"),
-                                            "repo_depth": 1}}]}
+        manifest = drop_orphan_stages({
+            **base, "name": f"memory-x{copies}",
+            "sources": [{"name": "stdlib", "kind": "code",
+                         "reader": {"type": "tree", "root": str(folder / "corpus"),
+                                    "repo_depth": 1}}]})
         if args.scale_partitions:
             factor = copies // args.base
             manifest["stages"] = [
