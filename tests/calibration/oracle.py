@@ -5,27 +5,54 @@
 - JavaScript: `node --check` (as a CommonJS file, else as a module: whichever
   accepts the original is used for its copies);
 - C, C++: `gcc -fsyntax-only` (`-x c`, `-x c++ -std=gnu++17`);
-- PHP: `php -l`, Ruby: `ruby -c`, from Debian's php8.2-cli and ruby3.1 packages
-  unpacked without root (ORACLE_ROOT; `apt-get download` + `dpkg -x`).
-Other languages have none here (Java, Go, Rust, TypeScript, TSX, C#, HTML, CSS, JSON):
-their damaged copies count by construction.
+- PHP: `php -l`, Ruby: `ruby -c`, from Debian's php8.2-cli and ruby3.1 (+ libruby3.1);
+- Go: `gofmt -e` (Go's own parser, golang-1.19-go);
+- Rust: `rustfmt` reading stdin (rustc's parser; no module files are loaded), in the
+  2021 edition, else 2015, whichever accepts the original;
+- TypeScript: TypeScript 5.6's own parser (`ts.createSourceFile`, its parse
+  diagnostics), one node process for all files.
+The tools come from Debian and npm, unpacked without root by
+`python tests/fixtures/fetch.py --oracles`. Java has none here: javac compiles,
+and a file alone does not compile without its classpath; its copies count by
+construction.
 
-An oracle answers True (accepted), False (rejected) or None (cannot judge: a tool
-missing, or a timeout).
+An oracle answers True (accepted), False (rejected) or None (cannot judge: a
+timeout). A tool that was not fetched is an error naming the fetch command.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-ORACLE_ROOT = Path(os.environ.get("LEMUR_DATA_ORACLES",
-                                  Path.home() / ".cache" / "lemur-data" / "oracles"))
-_LIBS = str(ORACLE_ROOT / "usr/lib/x86_64-linux-gnu")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixtures.fetch import cache_dir, folder_name, is_fetched  # noqa: E402
+
+
+def tool(name: str, path: str) -> Path:
+    """A file of oracle package `name` (tests/fixtures/fetch.py ORACLE_*)."""
+    if not is_fetched(name):
+        raise SystemExit(f"oracle {name!r} is missing: run "
+                         "`python tests/fixtures/fetch.py --oracles`")
+    return cache_dir() / folder_name(name) / path
+
+
+def _libs() -> dict[str, str]:
+    return {"LD_LIBRARY_PATH": str(tool("libruby3.1", "usr/lib/x86_64-linux-gnu"))}
+
+
+def _stdin(command: list[str], data: bytes) -> bool | None:
+    try:
+        done = subprocess.run(command, input=data, capture_output=True, timeout=30,
+                              cwd=tempfile.gettempdir())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.returncode == 0
 
 
 def _run(command: list[str], data: bytes, suffix: str, env: dict | None = None) -> bool | None:
@@ -64,30 +91,80 @@ def gcc(data: bytes, cpp: bool = False) -> bool | None:
 
 
 def php(data: bytes) -> bool | None:
-    binary = ORACLE_ROOT / "usr/bin/php8.2"
-    if not binary.is_file():
-        return None
-    return _run([str(binary), "-n", "-l"], data, ".php", {"LD_LIBRARY_PATH": _LIBS})
+    return _run([str(tool("php8.2-cli", "usr/bin/php8.2")), "-n", "-l"], data, ".php",
+                _libs())
 
 
 def ruby(data: bytes) -> bool | None:
-    binary = ORACLE_ROOT / "usr/bin/ruby3.1"
-    if not binary.is_file():
-        return None
-    return _run([str(binary), "--disable-gems", "-c"], data, ".rb",
-                {"LD_LIBRARY_PATH": _LIBS})
+    return _run([str(tool("ruby3.1", "usr/bin/ruby3.1")), "--disable-gems", "-c"], data,
+                ".rb", _libs())
+
+
+def go(data: bytes) -> bool | None:
+    return _stdin([str(tool("golang-1.19-go", "usr/lib/go-1.19/bin/gofmt")), "-e"], data)
+
+
+def rust(data: bytes, edition: str = "2021") -> bool | None:
+    return _stdin([str(tool("rustfmt", "usr/bin/rustfmt")), "--emit", "stdout",
+                   "--edition", edition], data)
+
+
+_TS_PARSER = """
+const ts = require(process.argv[1]);
+const fs = require('fs');
+require('readline').createInterface({input: process.stdin}).on('line', (line) => {
+  const [path, name] = JSON.parse(line);
+  const text = fs.readFileSync(path, 'utf8');
+  const kind = name.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+  const file = ts.createSourceFile(name, text, ts.ScriptTarget.Latest, false, kind);
+  process.stdout.write((file.parseDiagnostics.length ? 'err' : 'ok') + '\\n');
+});
+"""
+
+
+class TypeScriptParser:
+    """TypeScript's own parser in one node process: `node -e` and typescript.js load
+    once (half a second), then each file costs a parse. `name` sets the parse's rules
+    (`.d.ts`: a declaration file, `.tsx`: JSX)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen | None = None
+
+    def __call__(self, data: bytes, name: str = "x.ts") -> bool | None:
+        if self._process is None:
+            library = tool("typescript", "package/lib/typescript.js")
+            self._process = subprocess.Popen(["node", "-e", _TS_PARSER, str(library)],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        with tempfile.NamedTemporaryFile(suffix=".ts") as handle:
+            handle.write(data)
+            handle.flush()
+            assert self._process.stdin is not None and self._process.stdout is not None
+            self._process.stdin.write((json.dumps([handle.name, name]) + "\n").encode())
+            self._process.stdin.flush()
+            return self._process.stdout.readline().strip() == b"ok"
+
+
+typescript = TypeScriptParser()
 
 
 ORACLES: dict[str, Callable[[bytes], bool | None]] = {
     "Python": python3, "Shell": bash, "JavaScript": node, "C": gcc,
-    "C++": lambda data: gcc(data, cpp=True), "PHP": php, "Ruby": ruby,
+    "C++": lambda data: gcc(data, cpp=True), "PHP": php, "Ruby": ruby, "Go": go,
+    "Rust": rust,
 }
 
 
-def for_file(language: str, original: bytes) -> Callable[[bytes], bool | None] | None:
+def for_file(language: str, original: bytes, name: str = ""
+             ) -> Callable[[bytes], bool | None] | None:
     """The oracle that accepts `original` (so its verdict on copies means something),
     or None: no oracle for the language, or it rejects the real file (a header that
-    needs its include path, Python 2, an ES module read as CommonJS...)."""
+    needs its include path, Python 2, an ES module read as CommonJS...). `name` is
+    the file's name (TypeScript reads `.d.ts` and `.tsx` by their own rules)."""
+    if language == "TypeScript":
+        suffix = ".d.ts" if name.endswith(".d.ts") else "." + name.rsplit(".", 1)[-1]
+        suffix = suffix if suffix in (".d.ts", ".ts", ".mts", ".cts") else ".ts"
+        judge = lambda data: typescript(data, "file" + suffix)  # noqa: E731
+        return judge if judge(original) else None
     oracle = ORACLES.get(language)
     if oracle is None:
         return None
@@ -95,4 +172,6 @@ def for_file(language: str, original: bytes) -> Callable[[bytes], bool | None] |
         return oracle
     if language == "JavaScript" and node(original, module=True):
         return lambda data: node(data, module=True)
+    if language == "Rust" and rust(original, "2015"):
+        return lambda data: rust(data, "2015")
     return None
