@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -19,6 +20,7 @@ from lemur_data.pipeline.progress import Mode, phase_progress
 from lemur_data.pipeline.stats import run_stats
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase
+from lemur_data.stages.incremental.index import IndexFiles
 from lemur_data.stages.readers.common import InputUnit
 
 
@@ -43,25 +45,50 @@ def _refuse_whitespace(manifest: Manifest, run_dir: str) -> None:
                           "contain spaces; use a run folder without them")
 
 
+def earlier_indexes(manifest: Manifest) -> dict[str, str]:
+    """Each `against` run's index, by the hash of its index.json (which holds that run's
+    fingerprint and counts). The manifest names the runs, not what they hold: a run
+    resumed after an earlier run was rebuilt must not mix decisions made against both.
+    A run without an index is left to the stage, which refuses it with its own message."""
+    found: dict[str, str] = {}
+    for spec in manifest.stage_specs:
+        for run in getattr(spec.params, "against", None) or []:
+            path = IndexFiles(run).manifest()
+            if run not in found and storage.exists(path):
+                index = json.dumps(storage.read_json(path), sort_keys=True)
+                found[run] = hashlib.sha256(index.encode()).hexdigest()[:16]
+    return found
+
+
 def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
-    """Record the manifest; refuse a folder made by a different manifest.
+    """Record the manifest; refuse a folder made by a different manifest, or against
+    earlier runs whose index changed since.
 
     Temporary files of writes that a killed run never finished are removed.
     """
     record = storage.join(run_dir, "manifest.json")
     storage.remove_temporaries(run_dir)
     fingerprint = manifest.fingerprint()
+    indexes = earlier_indexes(manifest)
     if storage.exists(record):
-        previous = storage.read_json(record).get("fingerprint")
+        recorded = storage.read_json(record)
+        previous = recorded.get("fingerprint")
         if previous != fingerprint:
             raise RunDirError(
                 f"{run_dir} holds a run of a different manifest (fingerprint {previous}, "
                 f"this one {fingerprint}); use another --run-dir or delete it")
+        for run, digest in recorded.get("against_indexes", {}).items():
+            if indexes.get(run, digest) != digest:
+                raise RunDirError(
+                    f"{run_dir} was deduplicated against {run}, whose index has changed "
+                    f"since (index.json {digest}, now {indexes[run]}): its decisions would "
+                    "mix both; use another --run-dir or delete it")
         return
     # expansions stay local: published copies are rewritten with them (pipeline/public.py)
     storage.write_json_atomic(record, {"fingerprint": fingerprint,
                                        "manifest": manifest.model_dump(mode="json"),
-                                       "expansions": manifest.expansions})
+                                       "expansions": manifest.expansions,
+                                       "against_indexes": indexes})
 
 
 class _Runner:

@@ -315,3 +315,28 @@ def test_two_earlier_runs_each_count_what_they_removed(runs, corpus, tmp_path: P
             assert count == sum(x.endswith(f"in earlier run {name}") for x in details)
     exact = {e["run"]: e["removed"] for e in stats["exact_dedup"]["against"]}
     assert exact[str(runs["a"])] > 100 and exact[str(d)] > 20
+
+
+def test_a_resume_is_refused_when_an_earlier_run_index_changed(runs, corpus,
+                                                               tmp_path: Path) -> None:
+    """The manifest names the earlier runs, not what they hold: a run folder records
+    each `against` index (by its index.json) and refuses to resume once one changed,
+    rather than mix decisions made against the old and the new index."""
+    import json
+
+    from lemur_data.pipeline.build import RunDirError, earlier_indexes, prepare_run_dir
+
+    recorded = json.loads((runs["b"] / "manifest.json").read_text())["against_indexes"]
+    b_manifest = parse_manifest(manifest(corpus, ["ours", "debian"], against=[str(runs["a"])]),
+                                "test")
+    assert recorded == earlier_indexes(b_manifest) and list(recorded) == [str(runs["a"])]
+    a2 = tmp_path / "a2"
+    shutil.copytree(runs["a"] / "index", a2 / "index")
+    later = parse_manifest(manifest(corpus, ["debian"], against=[str(a2)]), "test")
+    prepare_run_dir(later, str(tmp_path / "c"))
+    prepare_run_dir(later, str(tmp_path / "c"))  # unchanged: resumes
+    index = json.loads((a2 / "index" / "index.json").read_text())
+    index["kept_docs"] += 1  # the earlier run rebuilt with other data
+    (a2 / "index" / "index.json").write_text(json.dumps(index))
+    with pytest.raises(RunDirError, match="a2, whose index has changed"):
+        prepare_run_dir(later, str(tmp_path / "c"))
