@@ -84,7 +84,7 @@ def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
                     f"since (index.json {digest}, now {indexes[run]}): its decisions would "
                     "mix both; use another --run-dir or delete it")
         return
-    # expansions stay local: published copies are rewritten with them (pipeline/public.py)
+    # expansions stay local: published copies are rewritten with them (pipeline/publish/public.py)
     storage.write_json_atomic(record, {"fingerprint": fingerprint,
                                        "manifest": manifest.model_dump(mode="json"),
                                        "expansions": manifest.expansions,
@@ -173,7 +173,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.
-    from lemur_data.pipeline.report import write_run_docs
+    from lemur_data.pipeline.publish.report import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
     if any(getattr(spec.params, "index", False) for spec in manifest.stage_specs):

@@ -293,7 +293,7 @@ def _stop_ray() -> None:
 
 
 def _card(run_dir: str, console: Console) -> int:
-    from lemur_data.pipeline.report import write_run_docs
+    from lemur_data.pipeline.publish.report import write_run_docs
     from lemur_data.stages import storage
 
     if not storage.exists(storage.join(run_dir, "stats.json")):
@@ -313,7 +313,7 @@ def _card(run_dir: str, console: Console) -> int:
 def _push(args: argparse.Namespace, console: Console) -> int:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-    from lemur_data.pipeline.hub import (
+    from lemur_data.pipeline.publish.hub import (
         NotARunError,
         PushError,
         card_for,

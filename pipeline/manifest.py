@@ -148,7 +148,7 @@ class Manifest(Strict):
     train: TrainSpec | None = None
     _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
     """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
-    published files write back in place of the value (pipeline/public.py)."""
+    published files write back in place of the value (pipeline/publish/public.py)."""
 
     @property
     def expansions(self) -> dict[str, str]:

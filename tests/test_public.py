@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lemur_data.pipeline.hub import card_for, plan_files
 from lemur_data.pipeline.launch.checks import read_data_args
 from lemur_data.pipeline.manifest import load_manifest
-from lemur_data.pipeline.public import public_text
+from lemur_data.pipeline.publish.hub import card_for, plan_files
+from lemur_data.pipeline.publish.public import public_text
 from realdata import STDLIB
 from runs import run_build
 

@@ -19,11 +19,11 @@ from fixtures import python_include
 from huggingface_hub import DatasetCard, DatasetCardData
 from PIL import Image
 
-from lemur_data.pipeline.card import size_category
 from lemur_data.pipeline.cli import main
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.pipeline.profile import profile_output
-from lemur_data.pipeline.report import stage_rows
+from lemur_data.pipeline.publish.card import size_category
+from lemur_data.pipeline.publish.report import stage_rows
 from realdata import STDLIB
 from runs import run_build
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 import time
 
-from lemur_data.pipeline.plots import make_plots
 from lemur_data.pipeline.profile import profile_output
-from lemur_data.pipeline.report import write_run_docs
+from lemur_data.pipeline.publish.plots import make_plots
+from lemur_data.pipeline.publish.report import write_run_docs
 from lemur_data.stages import storage
 
 
