@@ -30,7 +30,11 @@ class Measured:
     damaged: dict[str, syntax_check.SyntaxReport | None]
 
 
-def measure(language: str, entries: list[str]) -> list[Measured]:
+def measure(language: str, entries: list[str], fetched_oracles: bool = True
+            ) -> list[Measured]:
+    """Reports on each file and its damaged copies. A copy its language's oracle
+    accepts counts neither way; `fetched_oracles` false uses only the oracles every
+    test machine has (oracle.SYSTEM), so the others' copies count by construction."""
     checker = syntax_check.Checker(language)
     out: list[Measured] = []
     for entry in entries:
@@ -41,7 +45,7 @@ def measure(language: str, entries: list[str]) -> list[Measured]:
         copies = damaged(entry, raw, tree.root_node)
         # A copy the language's own parser accepts is not broken (bash reads
         # `$!indirect}` fine): it counts neither way.
-        judge = for_file(language, raw)
+        judge = for_file(language, raw, entry.rsplit("/", 1)[-1], fetched=fetched_oracles)
         if judge is not None:
             copies = {kind: None if copy is None or judge(copy) else copy
                       for kind, copy in copies.items()}

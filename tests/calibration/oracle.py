@@ -154,12 +154,20 @@ ORACLES: dict[str, Callable[[bytes], bool | None]] = {
 }
 
 
-def for_file(language: str, original: bytes, name: str = ""
+# Oracles every machine that runs the tests has (in process, or bash, node and gcc):
+# the quick calibration test uses only these; the others are fetched for labelling.
+SYSTEM = frozenset(("Python", "Shell", "JavaScript", "C", "C++"))
+
+
+def for_file(language: str, original: bytes, name: str = "", fetched: bool = True
              ) -> Callable[[bytes], bool | None] | None:
     """The oracle that accepts `original` (so its verdict on copies means something),
-    or None: no oracle for the language, or it rejects the real file (a header that
-    needs its include path, Python 2, an ES module read as CommonJS...). `name` is
-    the file's name (TypeScript reads `.d.ts` and `.tsx` by their own rules)."""
+    or None: no oracle for the language (or, with `fetched` false, none among the
+    SYSTEM ones), or it rejects the real file (a header that needs its include path,
+    Python 2, an ES module read as CommonJS...). `name` is the file's name
+    (TypeScript reads `.d.ts` and `.tsx` by their own rules)."""
+    if not fetched and language not in SYSTEM:
+        return None
     if language == "TypeScript":
         suffix = ".d.ts" if name.endswith(".d.ts") else "." + name.rsplit(".", 1)[-1]
         suffix = suffix if suffix in (".d.ts", ".ts", ".mts", ".cts") else ".ts"
