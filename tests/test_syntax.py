@@ -513,3 +513,39 @@ def test_gaps_the_redrawn_validation_half_found_are_closed() -> None:
         b"$c = $this->s[$i] . $m[2][0];")
     assert syntax_balance.shell_imbalance(b"for x in {1..3}; do\n echo $x\ndone\n") == 0
     assert syntax_balance.shell_imbalance(b"for ((i=0; i<3; i++)) {\n echo\n") == 1
+
+
+def test_forms_an_untouched_probe_found_are_read_as_their_language_does() -> None:
+    """Valid forms a probe of 350 packages nobody tuned on showed rejected (each the
+    shape of the real file's line; bash -n, rustc and tsc accept them); a damaged
+    copy of each is still rejected."""
+    import subprocess
+
+    cases = [
+        # freefem++'s AFunction.hpp: a conditional commented out line by line
+        ("C++", b"#ifndef G\n#define G\nint a;\n/* #ifdef T\n# include <x>\n#else\n"
+                b"# include <y>\n#endif\n*/\n//*cast<T *>(p)\nint b;\n#endif\n"),
+        # unic-char-range: underscores in a unicode escape
+        ("Rust", b"fn f() -> (char, char) {\n    ('\\u{0}', '\\u{2_FFFF}')\n}\n"),
+        # fastify's tsd tests: a generic function type as the first type argument
+        ("TypeScript", b"expectType<<E extends Error = F>(err?: E | null) => void>(done)\n"),
+        # dphys-config: a heredoc in backquotes ended by `END\x60"`
+        ("Shell", b"T=\"`cut -f 1 -d '#' << END-LIST | \\\n    grep -v x\n"
+                  b"1002:4750  ati  # ATI\nEND-LIST`\"\necho \"$T\"\n"),
+        # pass-tomb: `esac done`
+        ("Shell", b"while true; do case $1 in\n\t-q) Q=1; shift ;;\n\t--) break ;;\n"
+                  b"esac done\n"),
+    ]
+    params = SyntaxParams()
+    for language, source in cases:
+        if language == "Shell":
+            assert subprocess.run(["bash", "-n"], input=source).returncode == 0, source
+        checker = syntax_check.Checker(language)
+        verdict = syntax_check.rejects(checker.check_file(source), params.share_for(language),
+                                       params.missing_for(language),
+                                       params.unbalanced_for(language))
+        assert verdict is None, (language, source, checker.check_file(source))
+        cut = source[: len(source) // 2] + b"\n{(\n"
+        assert syntax_check.rejects(checker.check_file(cut),
+                                    params.share_for(language), params.missing_for(language),
+                                    params.unbalanced_for(language)) is not None, language

@@ -30,6 +30,7 @@ so are those of Rust, Python, JavaScript and PHP.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 # The lines the mask acts on: conditional directives and lone upper-case macro lines.
@@ -39,6 +40,9 @@ _DIRECTIVE = re.compile(rb"\#[ \t]*(?P<word>if|ifdef|ifndef|elif|elifdef|elifnde
                         rb"\b(?P<rest>[^\n]*)")
 _LONE_MACRO = re.compile(rb"\n[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?=\n|\Z)")
 _FIRST_LONE_MACRO = re.compile(rb"[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?=\n|\Z)")
+# Block comments, found past line comments and literals (`//*x`, `"a/*"` open none).
+_COMMENT_OR_LITERAL = re.compile(
+    rb"""//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|/\*.*?(?:\*/|\Z)""", re.S)
 # `#if 0` (C) and `#if false` (C#): the branch the compiler never reads.
 _NEVER = frozenset((b"0", b"false"))
 _BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
@@ -76,13 +80,22 @@ def _line_end(data: bytes, pos: int) -> int:
         pos = end + 1
 
 
-def _lines_to_mask(data: bytes, lone_macros: bool) -> list[tuple[int, bytes, bytes]]:
+def _in_comment(comments: list[tuple[int, int]], at: int) -> bool:
+    i = bisect.bisect_right(comments, (at, len(comments) and 1 << 62)) - 1
+    return i >= 0 and comments[i][0] < at < comments[i][1]
+
+
+def _lines_to_mask(data: bytes, lone_macros: bool, comments: list[tuple[int, int]] | None = None
+                   ) -> list[tuple[int, bytes, bytes]]:
     """(line start, directive word, rest of the line) of each conditional directive,
-    and (line start, b"", b"") of each lone macro line, in file order."""
+    and (line start, b"", b"") of each lone macro line, in file order. Directives
+    inside the block comments `comments` (start, end) are not directives."""
     found = []
     for directive in _DIRECTIVE.finditer(data):
         at = directive.start()
         line_start = data.rfind(b"\n", 0, at) + 1
+        if comments and _in_comment(comments, at):
+            continue  # `/* #ifdef X ... #endif */`: a commented-out conditional
         if not data[line_start:at].strip(b" \t"):  # `#` opens the line
             found.append((line_start, directive.group("word"), directive.group("rest")))
     if lone_macros:
@@ -108,14 +121,27 @@ def mask_conditionals(data: bytes, lone_macros: bool = True) -> tuple[bytes, int
 
     Also returns the conditionals left unclosed plus the `#endif`s closing nothing:
     real files close every `#if` (an include guard at least), a cut one does not.
+    Where that count is not 0 and the file has block comments, the directives inside
+    them (a conditional commented out line by line) are left out and it is counted
+    again: files whose conditionals close pay for no comment scan.
     """
+    masked, unclosed = _mask_conditionals(data, lone_macros)
+    if unclosed and b"/*" in data:
+        comments = [m.span() for m in _COMMENT_OR_LITERAL.finditer(data)
+                    if m.group().startswith(b"/*")]
+        masked, unclosed = _mask_conditionals(data, lone_macros, comments)
+    return masked, unclosed
+
+
+def _mask_conditionals(data: bytes, lone_macros: bool,
+                       comments: list[tuple[int, int]] | None = None) -> tuple[bytes, int]:
     out = bytearray(data)
     stray_ends = 0
     # One entry per open conditional: is the branch being read the one we keep?
     keeping: list[bool] = []
     taken: list[bool] = []  # has this conditional already had a kept branch?
     done = 0  # where the text not yet blanked or kept starts
-    for start, word, rest in _lines_to_mask(data, lone_macros):
+    for start, word, rest in _lines_to_mask(data, lone_macros, comments):
         if start < done or _continued(data, start):
             continue
         end = _line_end(data, start)
@@ -168,6 +194,10 @@ _TYPE_NAME = re.compile(rb"(?<![\w$.])type(?=[ \t]+as[ \t]+[A-Za-z_$])")
 # (@types/node): the grammar knows only `declare global`; blanked, the block is a
 # plain statement block holding the same declarations.
 _NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]*)global(?=[ \t]*\{)")
+# A generic function type as the first type argument (`expectType<<T>(x: T) =>
+# void>(f)`, tsd tests): the grammar lexes `<<` as a shift; the inner type
+# parameters are blanked (`expectType< (x: T) => void>(f)` reads the same way).
+_GENERIC_FUNCTION_ARGUMENT = re.compile(rb"(?<=[\w$]<)<[A-Za-z_$][^<>()\n]*>(?=[ \t]*\()")
 # `abstract` as a property name (`abstract: boolean;`), which the grammar takes for
 # the modifier; renamed to an identifier of the same length.
 _ABSTRACT_NAME = re.compile(rb"(?<![\w$.])abstract(?=[ \t]*\??[ \t]*:)")
@@ -207,8 +237,15 @@ _RUST_UNIT_WHERE = re.compile(rb"(\bstruct[ \t\r\n]+[A-Za-z_]\w*[ \t\r\n]*(?:<[^
                               rb"[ \t\r\n]*)(where\b[^;{}()]*)(?=;)")
 # A lone `$` in a token tree (`[$] => ...` matches the `$` token itself).
 _RUST_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\r\n\])},;])")
+# `'\u{2_FFFF}'`: underscores in a unicode escape (unic-char-range), which the
+# grammar's escape pattern lacks; each made a `0`.
+_RUST_UNICODE_ESCAPE = re.compile(rb"\\u\{[0-9A-Fa-f]*_[0-9A-Fa-f_]*\}")
 # `raw` used as a name (syn's `Option<raw>`), but not `&raw const` / `&raw mut`.
 _RUST_RAW = re.compile(rb"(?<![\w#])raw(?![\w!])(?![ \t\r\n]+(?:const|mut)\b)")
+
+
+def _blanked(match: re.Match[bytes]) -> bytes:
+    return _blank(match.group())
 
 
 def _variance_blanked(match: re.Match[bytes]) -> bytes:
@@ -240,6 +277,8 @@ def mask_typescript(data: bytes) -> bytes:
         data = _ABSTRACT_NAME.sub(b"abstrac_", data)
     if b"}?" in data:
         data = _OPTIONAL_PATTERN.sub(b" ", data)
+    if b"<<" in data:
+        data = _GENERIC_FUNCTION_ARGUMENT.sub(_blanked, data)
     data = mask_javascript(data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
@@ -276,6 +315,8 @@ def mask_rust(data: bytes) -> bytes:
         data = _RUST_UNIT_WHERE.sub(_where_blanked, data)
     if b"raw" in data:
         data = _RUST_RAW.sub(b"ra_", data)
+    if b"\\u{" in data:
+        data = _RUST_UNICODE_ESCAPE.sub(lambda m: m.group().replace(b"_", b"0"), data)
     return data
 
 

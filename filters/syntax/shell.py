@@ -63,7 +63,9 @@ _SH_DOUBLE_ACTIVE = frozenset((b'"', b"$(", b"${", b"$((", b"`"))
 _SH_EXEC_POLYGLOT = re.compile(rb"[ \t]*(?:'')*'exec'[ \t]")
 _SH_KEYWORDS = frozenset(b"if fi case esac for select while until do done".split())
 # Words after which the next word is a command again (so `if`, `done` are keywords).
-_SH_NEXT_IS_COMMAND = frozenset(b"if then elif else do while until ! time".split())
+# After `fi`, `done` and `esac` too: bash reads `esac done` and `fi fi`.
+_SH_NEXT_IS_COMMAND = frozenset(b"if then elif else do while until ! time fi done esac"
+                                .split())
 _SH_OPENS_FRAME = {b"$(": b"(", b"(": b"(", b"<(": b"(", b">(": b"(", b"$((": b"((",
                    b"${": b"${", b"{": b"{", b"[": b"["}
 _SH_OPENER_OF = {b")": b"(", b"]": b"[", b"}": b"{"}
@@ -92,12 +94,20 @@ def _arithmetic(data: bytes, pos: int) -> bool:
     return True
 
 
-def _heredoc_end(data: bytes, pos: int, delimiter: bytes, dash: bool) -> int:
-    """Where the line after the heredoc's terminator starts; -1 if none terminates it."""
+def _heredoc_end(data: bytes, pos: int, delimiter: bytes, dash: bool,
+                 in_backquotes: bool = False) -> int:
+    """Where the line after the heredoc's terminator starts; -1 if none terminates it.
+
+    In a backquoted substitution the terminator may be followed by the closing
+    backquote (a line `END` + backquote + `"`, as bash reads it): lexing goes on
+    at that backquote."""
+    tail = rb"(?=`)|" if in_backquotes else b""
     terminator = re.compile(rb"^" + (rb"\t*" if dash else b"") + re.escape(delimiter)
-                            + rb"\r?$", re.M)
+                            + rb"(?:" + tail + rb"\r?$)", re.M)
     found = terminator.search(data, pos)
-    return -1 if found is None else found.end() + 1
+    if found is None:
+        return -1
+    return found.end() if data[found.end():found.end() + 1] == b"`" else found.end() + 1
 
 
 def shell_imbalance(data: bytes) -> int:
@@ -172,7 +182,7 @@ def shell_imbalance(data: bytes) -> int:
             if heredocs:
                 pos = m.start(kind) + 1  # the body starts right after the newline
             for delimiter, dash in heredocs:
-                pos = _heredoc_end(data, pos, delimiter, dash)
+                pos = _heredoc_end(data, pos, delimiter, dash, b"`" in stack)
                 if pos < 0:
                     bad += 1
                     pos = end
@@ -206,6 +216,7 @@ def _shell_word(tok: bytes, stack: list[bytes], top: bytes, command: bool,
     if top == b"case-pattern":
         if tok == b"esac":
             stack.pop()
+            return True, bad  # `esac done`: a keyword may follow
         else:
             stack[-1] = b"case-word"
         return False, bad

@@ -173,7 +173,7 @@ def write_lists(languages: list[str]) -> None:
 _STATED_BY_INTERPRETER = {"sh": "Shell", "bash": "Shell", "dash": "Shell",
                           "python": "Python", "ruby": "Ruby", "node": "JavaScript",
                           "php": "PHP"}
-_SHEBANG = re.compile(rb"#!\s*\S*?([\w-]+)(?:\s+(?:-S\s+)?([\w-]+))?")
+_SHEBANG = re.compile(rb"#![ \t]*(\S+)(?:[ \t]+(?:-S[ \t]+)?(\S+))?")
 
 
 def stated_language(package: str, path: str, head: bytes) -> str | None:
@@ -193,10 +193,11 @@ def stated_language(package: str, path: str, head: bytes) -> str | None:
     if "/c++/" in path or "/boost/" in path:
         return "C++"  # libstdc++'s extensionless headers (<vector>)
     shebang = _SHEBANG.match(head)
-    if shebang:
-        program = shebang.group(2) if shebang.group(1) == b"env" else shebang.group(1)
-        program = re.sub(rb"[\d.]+$", b"", program or b"").decode()
-        return _STATED_BY_INTERPRETER.get(program)
+    if shebang:  # `#!/bin/sh`, `#! /usr/bin/python3.11`, `#!/usr/bin/env -S bash -e`
+        program = shebang.group(1).rsplit(b"/", 1)[-1]
+        if program == b"env":
+            program = (shebang.group(2) or b"").rsplit(b"/", 1)[-1]
+        return _STATED_BY_INTERPRETER.get(re.sub(rb"[\d.]+$", b"", program).decode())
     return None
 
 
