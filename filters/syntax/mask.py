@@ -6,7 +6,8 @@ Some valid files make a tree-sitter grammar err where the language is fine:
 - C# `#if` lines inside an argument list (`f(a\\n#if X\\n, b\\n#endif\\n)`);
 - Rust: the 2015 edition's `try!(...)` macro (`try` is a 2018 keyword to the
   grammar), `~` and a lone `$` in macro token trees (`Token![~]`), a unit struct with a `where`
-  clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`);
+  clause (`struct S where T: Send;`), `raw` as a type name (`Option<raw>`), foreign
+  types in `extern` blocks (`pub type Navigator;`, web-sys), `_` in `'\\u{2_FFFF}'`;
 - JavaScript (and TypeScript): reserved words exported under their own name
   (`export { null_ as null }`);
 - PHP 5 and 7: string offsets in braces (`$s{$i}`), removed in PHP 8;
@@ -19,7 +20,8 @@ Some valid files make a tree-sitter grammar err where the language is fine:
   variance annotations (`interface A<in out T>`, TS 4.7) and
   import types with type arguments (`import("./x").Y<T>`, what `tsc` writes in
   `.d.ts` files), `global { }` nested in `declare module`, `abstract` as a
-  property name and optional destructured parameters (`({ a }?: T) => void`),
+  property name, optional destructured parameters (`({ a }?: T) => void`) and
+  anonymous `export default function (x: T): R;` signatures,
   which tree-sitter-typescript 0.23 does not know.
 Each mask rewrites only such spans, with blanks or an identifier of the same length,
 so an error share or an offset still refers to the original file, and the rest of
@@ -141,7 +143,8 @@ def _mask_conditionals(data: bytes, lone_macros: bool,
     keeping: list[bool] = []
     taken: list[bool] = []  # has this conditional already had a kept branch?
     done = 0  # where the text not yet blanked or kept starts
-    for start, word, rest in _lines_to_mask(data, lone_macros, comments):
+    lines = _lines_to_mask(data, lone_macros, comments)
+    for i, (start, word, rest) in enumerate(lines):
         if start < done or _continued(data, start):
             continue
         end = _line_end(data, start)
@@ -152,6 +155,13 @@ def _mask_conditionals(data: bytes, lone_macros: bool,
         elif word in (b"if", b"ifdef", b"ifndef"):
             # `#if 0 /* just to make Emacs auto-indent happy */` (libgpg-error)
             keep = not (word == b"if" and _condition(rest) in _NEVER)
+            # An empty first branch (`#if USE_STD` then `#elif TR1` + `namespace tr1 {`,
+            # closed further down under `#if !USE_STD`): the first branch with code is
+            # kept, so both conditionals read the same configuration (libstdc++'s tr1).
+            following = lines[i + 1] if i + 1 < len(lines) else None
+            if (following is not None and following[1] in (b"elif", b"else")
+                    and not data[end:following[0]].strip()):
+                keep = False
             keeping.append(keep)
             taken.append(keep)
         elif keeping and word == b"endif":
@@ -198,6 +208,10 @@ _NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]*)global(?=[ \t]*\{)")
 # void>(f)`, tsd tests): the grammar lexes `<<` as a shift; the inner type
 # parameters are blanked (`expectType< (x: T) => void>(f)` reads the same way).
 _GENERIC_FUNCTION_ARGUMENT = re.compile(rb"(?<=[\w$]<)<[A-Za-z_$][^<>()\n]*>(?=[ \t]*\()")
+# `export default function (x: T): R;`, an anonymous default function signature in a
+# .d.ts file, which the grammar takes only with a body: named `default_` (`export
+# function default_(...)`, the same length; the space before `(` pays for the `_`).
+_DEFAULT_SIGNATURE = re.compile(rb"\bdefault([ \t]+)function([ \t]+)\(")
 # `abstract` as a property name (`abstract: boolean;`), which the grammar takes for
 # the modifier; renamed to an identifier of the same length.
 _ABSTRACT_NAME = re.compile(rb"(?<![\w$.])abstract(?=[ \t]*\??[ \t]*:)")
@@ -237,6 +251,9 @@ _RUST_UNIT_WHERE = re.compile(rb"(\bstruct[ \t\r\n]+[A-Za-z_]\w*[ \t\r\n]*(?:<[^
                               rb"[ \t\r\n]*)(where\b[^;{}()]*)(?=;)")
 # A lone `$` in a token tree (`[$] => ...` matches the `$` token itself).
 _RUST_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\r\n\])},;])")
+# `type Name;` in an `extern` block (a foreign type: wasm-bindgen's web-sys, js-sys),
+# which the grammar takes only in traits: made `fn Name();`, the same length.
+_RUST_FOREIGN_TYPE = re.compile(rb"(?<![\w#])type([ \t]+[A-Za-z_]\w*)[ \t]*;")
 # `'\u{2_FFFF}'`: underscores in a unicode escape (unic-char-range), which the
 # grammar's escape pattern lacks; each made a `0`.
 _RUST_UNICODE_ESCAPE = re.compile(rb"\\u\{[0-9A-Fa-f]*_[0-9A-Fa-f_]*\}")
@@ -277,6 +294,10 @@ def mask_typescript(data: bytes) -> bytes:
         data = _ABSTRACT_NAME.sub(b"abstrac_", data)
     if b"}?" in data:
         data = _OPTIONAL_PATTERN.sub(b" ", data)
+    if b"default" in data:
+        data = _DEFAULT_SIGNATURE.sub(
+            lambda m: b"function" + m.group(1) + b"default" + b"_" * len(m.group(2)) + b"(",
+            data)
     if b"<<" in data:
         data = _GENERIC_FUNCTION_ARGUMENT.sub(_blanked, data)
     data = mask_javascript(data)
@@ -302,6 +323,11 @@ def _where_blanked(match: re.Match[bytes]) -> bytes:
     return match.group(1) + match.group(2).translate(_BLANKS)  # newlines kept
 
 
+def _foreign_fn(match: re.Match[bytes]) -> bytes:
+    spaces = match.end() - match.start() - len(b"type") - len(match.group(1)) - 1
+    return b"fn" + match.group(1) + b"()" + b" " * spaces + b";"
+
+
 def mask_rust(data: bytes) -> bytes:
     """`data` with 2015 `try!` renamed, `~` and a lone `$` made `!`, unit-struct where
     clauses blanked, `raw` as a name renamed; same length."""
@@ -315,6 +341,8 @@ def mask_rust(data: bytes) -> bytes:
         data = _RUST_UNIT_WHERE.sub(_where_blanked, data)
     if b"raw" in data:
         data = _RUST_RAW.sub(b"ra_", data)
+    if b"extern" in data and b"type" in data:
+        data = _RUST_FOREIGN_TYPE.sub(_foreign_fn, data)
     if b"\\u{" in data:
         data = _RUST_UNICODE_ESCAPE.sub(lambda m: m.group().replace(b"_", b"0"), data)
     return data

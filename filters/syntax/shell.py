@@ -267,6 +267,8 @@ def _shell_operator(tok: bytes, stack: list[bytes], top: bytes, command: bool,
             return True, bad
         if tok == b"(" or tok == b"|":
             return False, bad
+        if tok == b"[" or tok == b"]":  # a glob's bracket, or a lone `[` (`nfs:*[*)`)
+            return False, bad
     if tok in _SH_SEPARATORS:
         return True, bad
     if tok == b"{" and top == b"for" and command:  # `for ((i=0; i<n; i++)) { ...; }`:
@@ -289,4 +291,4 @@ def _shell_operator(tok: bytes, stack: list[bytes], top: bytes, command: bool,
         stack.pop()
     else:
         bad += 1
-    return False, bad
+    return tok == b"}", bad  # a group's `}` ends a command: `} else {`, `} fi`
