@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -212,6 +213,11 @@ def measure(root: Node, total_bytes: int, strays: Sequence[Node] = (),
     )
 
 
+# The Flow pragma in the file's leading comments (after a shebang, a licence...).
+_FLOW_PRAGMA = re.compile(rb"\A(?:#![^\n]*\n)?(?:\s*(?://[^\n]*\n|/\*.*?\*/))*?\s*"
+                          rb"(?://[^\n]*@flow\b|/\*(?:(?!\*/).)*?@flow\b)", re.S)
+
+
 class Checker:
     """One language's parser (and its leniency query), built once and reused."""
 
@@ -223,6 +229,20 @@ class Checker:
         self._strays = Query(grammar, stray[0]) if stray else None
         self._stray_text = stray[1] if stray else b""
         self._tags = Query(grammar, HTML_TAGS_QUERY) if language == "HTML" else None
+        self._flow: Checker | None = None  # JavaScript: the checker of `@flow` files
+
+    def _flow_checker(self, data: bytes) -> Checker | None:
+        """For a JavaScript file that declares Flow types (`/* @flow */` or `// @flow` in
+        its first comment), the TypeScript grammar's checker: type annotations, `import
+        type`, `implements` are errors to the JavaScript grammar, and The Stack labels
+        such files JavaScript (React's and Vue 2's sources). None for other files."""
+        if self.language != "JavaScript" or b"@flow" not in data[:2048]:
+            return None
+        if not _FLOW_PRAGMA.match(data):
+            return None
+        if self._flow is None:
+            self._flow = Checker("TypeScript")
+        return self._flow
 
     def check(self, data: bytes, timeout_s: float | None = None,
               unclosed_conditionals: int = 0) -> SyntaxReport:
@@ -252,8 +272,12 @@ class Checker:
 
         The MASKED_ON_ERROR languages (TypeScript, TSX, Rust, Python, JavaScript,
         PHP) are parsed as they are first, and masked only if the grammar errs (each
-        parse has `timeout_s`).
+        parse has `timeout_s`). Flow-typed JavaScript is read with the TypeScript
+        grammar (`_flow_checker`).
         """
+        flow = self._flow_checker(data)
+        if flow is not None:
+            return flow.check_file(data, timeout_s)
         if self.language in MASKED_ON_ERROR:
             report = self.check(data, timeout_s)
             if report.error_nodes or report.missing_nodes:
