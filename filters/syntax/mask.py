@@ -47,6 +47,7 @@ _COMMENT_OR_LITERAL = re.compile(
     rb"""//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|/\*.*?(?:\*/|\Z)""", re.S)
 # `#if 0` (C) and `#if false` (C#): the branch the compiler never reads.
 _NEVER = frozenset((b"0", b"false"))
+_BLANK_RUN = re.compile(rb"[ \t\r\n]*")
 _BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
 PREPROCESSED = frozenset({"C", "C++"})
 
@@ -160,8 +161,8 @@ def _mask_conditionals(data: bytes, lone_macros: bool,
             # kept, so both conditionals read the same configuration (libstdc++'s tr1).
             following = lines[i + 1] if i + 1 < len(lines) else None
             if (following is not None and following[1] in (b"elif", b"else")
-                    and not data[end:following[0]].strip()):
-                keep = False
+                    and _BLANK_RUN.match(data, end, following[0]).end() == following[0]):
+                keep = False  # (the match stops at the first byte of code: no copy)
             keeping.append(keep)
             taken.append(keep)
         elif keeping and word == b"endif":
@@ -207,11 +208,11 @@ _NESTED_GLOBAL = re.compile(rb"(?m)^([ \t]*)global(?=[ \t]*\{)")
 # A generic function type as the first type argument (`expectType<<T>(x: T) =>
 # void>(f)`, tsd tests): the grammar lexes `<<` as a shift; the inner type
 # parameters are blanked (`expectType< (x: T) => void>(f)` reads the same way).
-_GENERIC_FUNCTION_ARGUMENT = re.compile(rb"(?<=[\w$]<)<[A-Za-z_$][^<>()\n]*>(?=[ \t]*\()")
+_GENERIC_FUNCTION_ARGUMENT = re.compile(rb"<(<[A-Za-z_$][^<>()\n]*>)(?=[ \t]*\()")
 # `export default function (x: T): R;`, an anonymous default function signature in a
 # .d.ts file, which the grammar takes only with a body: named `default_` (`export
 # function default_(...)`, the same length; the space before `(` pays for the `_`).
-_DEFAULT_SIGNATURE = re.compile(rb"\bdefault([ \t]+)function([ \t]+)\(")
+_DEFAULT_SIGNATURE = re.compile(rb"default([ \t]+)function([ \t]+)\(")
 # `abstract` as a property name (`abstract: boolean;`), which the grammar takes for
 # the modifier; renamed to an identifier of the same length.
 _ABSTRACT_NAME = re.compile(rb"(?<![\w$.])abstract(?=[ \t]*\??[ \t]*:)")
@@ -261,8 +262,24 @@ _RUST_UNICODE_ESCAPE = re.compile(rb"\\u\{[0-9A-Fa-f]*_[0-9A-Fa-f_]*\}")
 _RUST_RAW = re.compile(rb"(?<![\w#])raw(?![\w!])(?![ \t\r\n]+(?:const|mut)\b)")
 
 
-def _blanked(match: re.Match[bytes]) -> bytes:
-    return _blank(match.group())
+def _after_word(match: re.Match[bytes]) -> bool:
+    start = match.start()
+    return start > 0 and match.string[start - 1] in _WORD_BYTES
+
+
+def _default_named(match: re.Match[bytes]) -> bytes:
+    """`default function (` -> `function default_(` (the patterns start with their
+    literal, so the engine skips to candidates; the byte before is checked here)."""
+    if _after_word(match):
+        return match.group()
+    return b"function" + match.group(1) + b"default" + b"_" * len(match.group(2)) + b"("
+
+
+def _type_parameters_blanked(match: re.Match[bytes]) -> bytes:
+    """`f<<T>(x: T) => R>`: the inner `<T>` blanked, after a name only."""
+    if not _after_word(match):
+        return match.group()
+    return b"<" + _blank(match.group(1))
 
 
 def _variance_blanked(match: re.Match[bytes]) -> bytes:
@@ -295,11 +312,9 @@ def mask_typescript(data: bytes) -> bytes:
     if b"}?" in data:
         data = _OPTIONAL_PATTERN.sub(b" ", data)
     if b"default" in data:
-        data = _DEFAULT_SIGNATURE.sub(
-            lambda m: b"function" + m.group(1) + b"default" + b"_" * len(m.group(2)) + b"(",
-            data)
+        data = _DEFAULT_SIGNATURE.sub(_default_named, data)
     if b"<<" in data:
-        data = _GENERIC_FUNCTION_ARGUMENT.sub(_blanked, data)
+        data = _GENERIC_FUNCTION_ARGUMENT.sub(_type_parameters_blanked, data)
     data = mask_javascript(data)
     if b"import" in data:
         data = _IMPORT_CALL.sub(_identifier, data)
