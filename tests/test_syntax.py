@@ -546,6 +546,9 @@ def test_forms_an_untouched_probe_found_are_read_as_their_language_does() -> Non
         # `#if ! STD && TR1` further down
         ("C++", (fixture("libstdc++-12-dev") / "usr/include/c++/12/tr1/exp_integral.tcc")
          .read_bytes()),
+        # ... and with a `# define` in the first branch (probe seed 17)
+        ("C++", (fixture("libstdc++-12-dev") / "usr/include/c++/12/tr1/gamma.tcc")
+         .read_bytes()),
     ]
     params = SyntaxParams()
     for language, source in cases:

@@ -47,7 +47,8 @@ _COMMENT_OR_LITERAL = re.compile(
     rb"""//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|/\*.*?(?:\*/|\Z)""", re.S)
 # `#if 0` (C) and `#if false` (C#): the branch the compiler never reads.
 _NEVER = frozenset((b"0", b"false"))
-_BLANK_RUN = re.compile(rb"[ \t\r\n]*")
+# Blank lines and preprocessor lines only (`# define NS ::std`): a branch of no code.
+_BLANK_RUN = re.compile(rb"(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]*")
 _BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
 PREPROCESSED = frozenset({"C", "C++"})
 
@@ -156,9 +157,10 @@ def _mask_conditionals(data: bytes, lone_macros: bool,
         elif word in (b"if", b"ifdef", b"ifndef"):
             # `#if 0 /* just to make Emacs auto-indent happy */` (libgpg-error)
             keep = not (word == b"if" and _condition(rest) in _NEVER)
-            # An empty first branch (`#if USE_STD` then `#elif TR1` + `namespace tr1 {`,
-            # closed further down under `#if !USE_STD`): the first branch with code is
-            # kept, so both conditionals read the same configuration (libstdc++'s tr1).
+            # A first branch without code (`#if USE_STD` + `# define NS ::std`, then
+            # `#elif TR1` + `namespace tr1 {`, closed further down under `#if !USE_STD`):
+            # the next branch is kept, so both conditionals read the same
+            # configuration (libstdc++'s tr1).
             following = lines[i + 1] if i + 1 < len(lines) else None
             if (following is not None and following[1] in (b"elif", b"else")
                     and _BLANK_RUN.match(data, end, following[0]).end() == following[0]):
