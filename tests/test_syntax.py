@@ -14,6 +14,7 @@ from fixtures import fixture, python_include
 from lemur_data.filters.syntax import balance as syntax_balance
 from lemur_data.filters.syntax import check as syntax_check
 from lemur_data.filters.syntax import mask as syntax_mask
+from lemur_data.filters.syntax import preprocessor as syntax_preprocessor
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.storage import documents_table
 from lemur_data.stages.syntax import Syntax, SyntaxParams
@@ -208,12 +209,12 @@ def test_html_balance_counts_always_closed_elements() -> None:
 def test_preprocessor_mask_keeps_offsets_and_first_branch() -> None:
     include = python_include()
     header = (include / "Python.h").read_bytes() + (include / "pyport.h").read_bytes()
-    masked = syntax_mask.mask_preprocessor(header)
+    masked = syntax_preprocessor.mask_preprocessor(header)
     assert len(masked) == len(header)
     assert masked.count(b"\n") == header.count(b"\n")
     assert b"#endif" not in masked and b"#define" in masked
     source = b"#if 0\nbroken(\n#else\nint x;\n#endif\n#ifdef A\nint y;\n#else\nint y\n#endif\n"
-    assert syntax_mask.mask_preprocessor(source).split() == [b"int", b"x;", b"int", b"y;"]
+    assert syntax_preprocessor.mask_preprocessor(source).split() == [b"int", b"x;", b"int", b"y;"]
     assert syntax_check.Checker("C").check_file(source).clean
 
 

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from lemur_data.filters.syntax.mask import PREPROCESSED
+from lemur_data.filters.syntax.preprocessor import PREPROCESSED
 from lemur_data.filters.syntax.shell import shell_imbalance
 
 if TYPE_CHECKING:
