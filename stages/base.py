@@ -149,6 +149,19 @@ class DocumentStage(ABC, Generic[P]):
         return []
 
 
+class DecisionsApplier(DocumentStage[P]):
+    """The document step of a global stage: applies the decisions its phases wrote to
+    `decisions_dir`. The folder is part of the cache key, so a worker keeps one
+    instance per run and step."""
+
+    def __init__(self, params: P, decisions_dir: str) -> None:
+        super().__init__(params)
+        self.decisions_dir = decisions_dir
+
+    def cache_key(self) -> str:
+        return f"{super().cache_key()}:{self.decisions_dir}"
+
+
 @dataclass(frozen=True)
 class Task:
     """One unit of work in a phase: picklable, deterministic, writes its own outputs.

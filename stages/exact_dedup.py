@@ -25,7 +25,7 @@ from pydantic import PositiveInt
 
 from lemur_data.stages import storage
 from lemur_data.stages.base import (
-    DocumentStage,
+    DecisionsApplier,
     GlobalContext,
     GlobalStage,
     Phase,
@@ -162,16 +162,9 @@ def _explain(row: dict[str, Any]) -> tuple[str, str]:
             f"duplicate of {row['kept_id']} in earlier run {row['earlier']}")
 
 
-class ExactDedupApplier(DocumentStage[ExactDedupParams]):
+class ExactDedupApplier(DecisionsApplier[ExactDedupParams]):
     name = "exact_dedup"
     Params = ExactDedupParams
-
-    def __init__(self, params: ExactDedupParams, decisions_dir: str) -> None:
-        super().__init__(params)
-        self.decisions_dir = decisions_dir
-
-    def cache_key(self) -> str:
-        return f"{super().cache_key()}:{self.decisions_dir}"
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         drops = storage.read_shard_rows(storage.list_files(self.decisions_dir, ".parquet"),
@@ -218,5 +211,5 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         return {"against": [{"run": run, "removed": runs.count(run)}
                             for run in self.params.against]}
 
-    def applier(self, ctx: GlobalContext) -> DocumentStage:
+    def applier(self, ctx: GlobalContext) -> DecisionsApplier:
         return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))  # type: ignore[arg-type]

@@ -41,7 +41,7 @@ from lemur_data.filters import repo_format
 from lemur_data.filters.repo_deps import RepoIndex, dependencies, dependency_order
 from lemur_data.stages import storage
 from lemur_data.stages.base import (
-    DocumentStage,
+    DecisionsApplier,
     GlobalContext,
     GlobalStage,
     Phase,
@@ -193,16 +193,9 @@ def _by_shard(rows: list[dict[str, Any]], schema: pa.Schema) -> list[pa.Table]:
     return [pa.Table.from_pylist(group, schema) for group in groups.values()]
 
 
-class RepoContextApplier(DocumentStage[RepoContextParams]):
+class RepoContextApplier(DecisionsApplier[RepoContextParams]):
     name = "repo_context"
     Params = RepoContextParams
-
-    def __init__(self, params: RepoContextParams, decisions_dir: str) -> None:
-        super().__init__(params)
-        self.decisions_dir = decisions_dir
-
-    def cache_key(self) -> str:
-        return f"{super().cache_key()}:{self.decisions_dir}"
 
     def added_columns(self) -> list[pa.Field]:
         return [pa.field("repo_files", pa.list_(pa.string())), pa.field("repo_part", pa.int32())]
@@ -277,5 +270,5 @@ class RepoContext(GlobalStage[RepoContextParams]):
             for name in names])
         return [grouping, building]
 
-    def applier(self, ctx: GlobalContext) -> DocumentStage:
+    def applier(self, ctx: GlobalContext) -> DecisionsApplier:
         return RepoContextApplier(self.params, storage.join(ctx.work_dir, "decisions"))
