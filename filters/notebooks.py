@@ -25,7 +25,7 @@ from jupytext.languages import _SCRIPT_EXTENSIONS
 from nbformat.reader import NotJSONError
 from nbformat.validator import ValidationError
 
-from lemur_data.filters.langid.code import EXTENSIONS
+from .langid.code import EXTENSIONS
 
 START, TEXT, CODE, OUTPUT, EMPTY = ("<jupyter_start>", "<jupyter_text>", "<jupyter_code>",
                                    "<jupyter_output>", "<empty_output>")

@@ -31,8 +31,8 @@ from typing import Any
 
 import xxhash
 
-from lemur_data.pipeline.manifest import Manifest
-from lemur_data.stages.readers.common import InputUnit
+from ..stages.readers.common import InputUnit
+from .manifest import Manifest
 
 PILOT_SHARE = 0.01  # the pilot reads at least 1% of every source's units
 

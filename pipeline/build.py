@@ -12,16 +12,16 @@ from typing import Any
 
 from rich.console import Console
 
-from lemur_data.pipeline import budget
-from lemur_data.pipeline.executor import connect, run_phase
-from lemur_data.pipeline.manifest import Manifest
-from lemur_data.pipeline.planner import RunPlan, Step, list_units, plan_run
-from lemur_data.pipeline.progress import Mode, phase_progress
-from lemur_data.pipeline.stats import run_stats
-from lemur_data.stages import storage
-from lemur_data.stages.base import Phase
-from lemur_data.stages.incremental.index import IndexFiles
-from lemur_data.stages.readers.common import InputUnit
+from ..stages import storage
+from ..stages.base import Phase
+from ..stages.incremental.index import IndexFiles
+from ..stages.readers.common import InputUnit
+from . import budget
+from .executor import connect, run_phase
+from .manifest import Manifest
+from .planner import RunPlan, Step, list_units, plan_run
+from .progress import Mode, phase_progress
+from .stats import run_stats
 
 
 class RunDirError(Exception):
@@ -173,15 +173,15 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.
-    from lemur_data.pipeline.publish.report import write_run_docs
+    from .publish.report import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
     if any(getattr(spec.params, "index", False) for spec in manifest.stage_specs):
-        from lemur_data.pipeline.index import build_index
+        from .index import build_index
 
         build_index(run_dir)  # <run>/index/: later runs deduplicate against this one
     if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
-        from lemur_data.pipeline.launch.run import write_launch
+        from .launch.run import write_launch
 
         write_launch(manifest, run_dir)
     seconds = time.perf_counter() - started

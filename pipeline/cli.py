@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from lemur_data.pipeline.manifest import Manifest, ManifestError, load_manifest
+from .manifest import Manifest, ManifestError, load_manifest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
@@ -133,16 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plan":
         return _plan(manifest, run_dir, args.cores_per_node)
     if args.command == "launch":
-        from lemur_data.pipeline.launch.run import launch_command
+        from .launch.run import launch_command
 
         return launch_command(manifest, run_dir, args, console)
     return _build(manifest, run_dir, args, console)
 
 
 def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
-    from lemur_data.pipeline.estimate import estimate, nodes_for_a_day, read_fractions
-    from lemur_data.pipeline.planner import plan_run
-    from lemur_data.stages.ingest import plan_units
+    from ..stages.ingest import plan_units
+    from .estimate import estimate, nodes_for_a_day, read_fractions
+    from .planner import plan_run
 
     out = Console(soft_wrap=True)
     out.print(f"manifest {manifest.name} (fingerprint {manifest.fingerprint()}), "
@@ -171,8 +171,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
-    from lemur_data.pipeline.estimate import earlier_reads
-    from lemur_data.stages.incremental.index import EarlierRunError
+    from ..stages.incremental.index import EarlierRunError
+    from .estimate import earlier_reads
 
     try:
         plan = plan_run(manifest, run_dir, units)
@@ -236,12 +236,12 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
 
 
 def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: Console) -> int:
-    from lemur_data.pipeline.build import RunDirError, build
-    from lemur_data.pipeline.executor import RunError
-    from lemur_data.pipeline.stats import AccountingError
-    from lemur_data.pipeline.summary import print_summary
-    from lemur_data.stages.incremental.index import EarlierRunError
-    from lemur_data.stages.readers.common import ReaderError
+    from ..stages.incremental.index import EarlierRunError
+    from ..stages.readers.common import ReaderError
+    from .build import RunDirError, build
+    from .executor import RunError
+    from .stats import AccountingError
+    from .summary import print_summary
 
     # Ray's shutdown waits ~1.3 s for its processes to exit; once the last task is done it
     # runs in a thread while this one draws the report. Also sooner than Ray's atexit
@@ -270,8 +270,8 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
 
 
 def _index(run_dir: str, console: Console) -> int:
-    from lemur_data.pipeline.index import NotIndexableError, build_index
-    from lemur_data.stages.incremental.index import IndexFiles
+    from ..stages.incremental.index import IndexFiles
+    from .index import NotIndexableError, build_index
 
     try:
         index = build_index(run_dir)
@@ -293,8 +293,8 @@ def _stop_ray() -> None:
 
 
 def _card(run_dir: str, console: Console) -> int:
-    from lemur_data.pipeline.publish.report import write_run_docs
-    from lemur_data.stages import storage
+    from ..stages import storage
+    from .publish.report import write_run_docs
 
     if not storage.exists(storage.join(run_dir, "stats.json")):
         console.print(f"error: {run_dir} holds no stats.json: not a finished run",
@@ -313,7 +313,7 @@ def _card(run_dir: str, console: Console) -> int:
 def _push(args: argparse.Namespace, console: Console) -> int:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-    from lemur_data.pipeline.publish.hub import (
+    from .publish.hub import (
         NotARunError,
         PushError,
         card_for,

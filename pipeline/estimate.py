@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lemur_data.pipeline.budget import PILOT_SHARE
-from lemur_data.pipeline.manifest import Manifest
-from lemur_data.stages.base import StageParams, sources_in_scope
-from lemur_data.stages.registry import STAGE_INFO
+from ..stages.base import StageParams, sources_in_scope
+from ..stages.registry import STAGE_INFO
+from .budget import PILOT_SHARE
+from .manifest import Manifest
 
 # stage rates (MB/s per core) live in stages/registry.py with the other facts of a stage
 DEFAULT_RATE_MB_S = 5.0
@@ -161,7 +161,7 @@ class EarlierReads:
 
 
 def _folder_bytes(folder: str) -> int:
-    from lemur_data.stages import storage
+    from ..stages import storage
 
     fs, local = storage.filesystem(folder)
     return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
@@ -169,8 +169,8 @@ def _folder_bytes(folder: str) -> int:
 
 def earlier_reads(manifest: Manifest) -> list[EarlierReads]:
     """The extra reads of the dedup stages' `against` runs (their index sizes)."""
-    from lemur_data.stages import storage
-    from lemur_data.stages.incremental.index import IndexFiles, read_index
+    from ..stages import storage
+    from ..stages.incremental.index import IndexFiles, read_index
 
     out = []
     for spec in manifest.stage_specs:

@@ -16,10 +16,10 @@ from typing import Any
 
 import ray
 
-from lemur_data.pipeline import ray_reaper
-from lemur_data.pipeline import worker_memory as memory
-from lemur_data.stages import storage
-from lemur_data.stages.base import Phase, Resources, Task
+from ..stages import storage
+from ..stages.base import Phase, Resources, Task
+from . import ray_reaper
+from . import worker_memory as memory
 
 log = logging.getLogger("lemur_data")
 

@@ -14,11 +14,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lemur_data.pipeline.profile import shard_profile
-from lemur_data.stages import storage
-from lemur_data.stages.base import DocumentStage, ShardContext, StageResult, in_scope
-from lemur_data.stages.ingest import read_unit
-from lemur_data.stages.readers.common import InputUnit, SourceInfo
+from ..stages import storage
+from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
+from ..stages.ingest import read_unit
+from ..stages.readers.common import InputUnit, SourceInfo
+from .profile import shard_profile
 
 # Stage instances built in this worker process, reused across shards.
 _BUILT: dict[str, DocumentStage] = {}

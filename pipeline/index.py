@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from lemur_data.stages import storage
-from lemur_data.stages.incremental import build as index_build
-from lemur_data.stages.incremental.index import INDEX_FORMAT, IndexFiles
-from lemur_data.stages.minhash.files import WorkFiles
+from ..stages import storage
+from ..stages.incremental import build as index_build
+from ..stages.incremental.index import INDEX_FORMAT, IndexFiles
+from ..stages.minhash.files import WorkFiles
 
 
 class NotIndexableError(Exception):

@@ -35,13 +35,13 @@ from pydantic import (
     model_serializer,
 )
 
-from lemur_data.pipeline.launch.plan import TrainConfig
-from lemur_data.stages.base import StageParams
-from lemur_data.stages.ingest import READERS, ReaderConfig
-from lemur_data.stages.readers.common import SourceInfo
-from lemur_data.stages.registry import STAGES
-from lemur_data.stages.storage import MAPPABLE_COLUMNS
-from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.base import StageParams
+from ..stages.ingest import READERS, ReaderConfig
+from ..stages.readers.common import SourceInfo
+from ..stages.registry import STAGES
+from ..stages.storage import MAPPABLE_COLUMNS
+from ..stages.tokenize.tokenizer import TokenizerConfig
+from .launch.plan import TrainConfig
 
 
 class ManifestError(Exception):

@@ -16,10 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from lemur_data.pipeline.fused import FusedShardTask, IngestInput
-from lemur_data.pipeline.manifest import Manifest, MegatronOutputSpec
-from lemur_data.stages import storage
-from lemur_data.stages.base import (
+from ..stages import storage
+from ..stages.base import (
     DocumentStage,
     GlobalContext,
     GlobalStage,
@@ -28,13 +26,15 @@ from lemur_data.stages.base import (
     ShardContext,
     Task,
 )
-from lemur_data.stages.ingest import plan_units
-from lemur_data.stages.mix.params import MixParams
-from lemur_data.stages.mix.stage import MixAndPack
-from lemur_data.stages.readers.common import InputUnit
-from lemur_data.stages.registry import STAGES
-from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams
-from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.ingest import plan_units
+from ..stages.mix.params import MixParams
+from ..stages.mix.stage import MixAndPack
+from ..stages.readers.common import InputUnit
+from ..stages.registry import STAGES
+from ..stages.tokenize.stage import Tokenize, TokenizeParams
+from ..stages.tokenize.tokenizer import TokenizerConfig
+from .fused import FusedShardTask, IngestInput
+from .manifest import Manifest, MegatronOutputSpec
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lemur_data.stages import storage
+from ..stages import storage
 
 # Log-spaced bin edges, 4 per decade: 1 byte (or token) to 10^9.
 EDGES = [round(10 ** (i / 4)) for i in range(0, 37)]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from lemur_data.pipeline.manifest import Manifest
-from lemur_data.pipeline.planner import RunPlan
-from lemur_data.pipeline.profile import merge_profiles
-from lemur_data.stages.decontaminate.report import contamination
+from ..stages.decontaminate.report import contamination
+from .manifest import Manifest
+from .planner import RunPlan
+from .profile import merge_profiles
 
 Counts = dict[str, int]
 

@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 import xxhash
 from pydantic import PositiveInt
 
-from lemur_data.stages import storage
-from lemur_data.stages.base import (
+from . import storage
+from .base import (
     DecisionsApplier,
     GlobalContext,
     GlobalStage,
@@ -35,8 +35,8 @@ from lemur_data.stages.base import (
     Task,
     in_scope,
 )
-from lemur_data.stages.incremental.index import EXACT_KEYS, Earlier, earlier_runs
-from lemur_data.stages.keeper import KeepOrder, license_ranks, sort_keys
+from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
+from .keeper import KeepOrder, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):

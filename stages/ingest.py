@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from lemur_data.stages.readers.common import InputUnit, SourceInfo
-from lemur_data.stages.readers.files import FilesReader, TreeReader
-from lemur_data.stages.readers.hf_dataset import HFDatasetReader
-from lemur_data.stages.readers.jsonl import JsonlReader
-from lemur_data.stages.readers.parquet import ParquetReader
-from lemur_data.stages.readers.python_object import PythonObjectReader
+from .readers.common import InputUnit, SourceInfo
+from .readers.files import FilesReader, TreeReader
+from .readers.hf_dataset import HFDatasetReader
+from .readers.jsonl import JsonlReader
+from .readers.parquet import ParquetReader
+from .readers.python_object import PythonObjectReader
 
 # The one list of readers: a reader's manifest name is its Params' `type` literal.
 _READER_CLASSES = (ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader,

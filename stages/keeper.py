@@ -16,7 +16,7 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lemur_data.filters.licenses import CLASS_RANK, license_class
+from ..filters.licenses import CLASS_RANK, license_class
 
 KeepOrder = Literal["stars", "stack-v2"]
 

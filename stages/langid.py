@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from lemur_data.filters.langid.code import detect_code_language
-from lemur_data.filters.langid.text import FastTextLanguageID
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from ..filters.langid.code import detect_code_language
+from ..filters.langid.text import FastTextLanguageID
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 
 class _Strict(BaseModel):

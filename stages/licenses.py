@@ -14,8 +14,8 @@ from typing import Literal
 
 import pyarrow as pa
 
-from lemur_data.filters import licenses as lic
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from ..filters import licenses as lic
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 
 class LicensesParams(StageParams):

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 
 class NotebooksParams(StageParams):
@@ -56,7 +56,7 @@ class Notebooks(DocumentStage[NotebooksParams]):
         return [pa.field("nb_language", pa.string())]
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
-        from lemur_data.filters import notebooks as nbf  # jupytext + nbformat: ~0.3 s import
+        from ..filters import notebooks as nbf  # jupytext + nbformat: ~0.3 s import
 
         p = self.params
         selected = self._selected(docs)

@@ -13,8 +13,8 @@ from collections import Counter
 import pyarrow as pa
 from pydantic import Field
 
-from lemur_data.filters.pii import find_pii, redact
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from ..filters.pii import find_pii, redact
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
            "private_key": "pii_private_keys"}

@@ -31,11 +31,11 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from lemur_data.filters.quality import code_rules
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from ..filters.quality import code_rules
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
-    from lemur_data.filters.quality.text_rules import TextRule
+    from ..filters.quality.text_rules import TextRule
 
 
 class _Strict(BaseModel):
@@ -235,7 +235,7 @@ class TextQualityConfig(_Strict):
     tests/bench/bench_filters.py)."""
 
     def rules(self) -> list[TextRule]:
-        from lemur_data.filters.quality.text_rules import (
+        from ..filters.quality.text_rules import (
             TEXT_FILTER_NAMES,
             RegexWordTokenizer,
             build_rule,
@@ -354,7 +354,7 @@ class Quality(DocumentStage[QualityParams]):
 
     def _text(self, docs: pa.Table, rows: list[int], reasons: list[str | None],
               columns: dict[str, list[Any]]) -> dict[int, str]:
-        from lemur_data.filters.quality.text_rules import check_text, word_metrics
+        from ..filters.quality.text_rules import check_text, word_metrics
 
         rules = self._text_rules
         texts = docs.column("text").take(pa.array(rows, pa.int64())).to_pylist()

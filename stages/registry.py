@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 
-from lemur_data.stages.base import DocumentStage, GlobalStage
+from .base import DocumentStage, GlobalStage
 
 StageClass = type[DocumentStage] | type[GlobalStage]
 

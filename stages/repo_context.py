@@ -37,10 +37,10 @@ import pyarrow.compute as pc
 import xxhash
 from pydantic import ByteSize, Field, PositiveInt
 
-from lemur_data.filters import repo_format
-from lemur_data.filters.repo_deps import RepoIndex, dependencies, dependency_order
-from lemur_data.stages import storage
-from lemur_data.stages.base import (
+from ..filters import repo_format
+from ..filters.repo_deps import RepoIndex, dependencies, dependency_order
+from . import storage
+from .base import (
     DecisionsApplier,
     GlobalContext,
     GlobalStage,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import pyarrow as pa
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
-from lemur_data.filters.syntax import check as syntax_check
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
+from ..filters.syntax import check as syntax_check
+from .base import DocumentStage, ShardContext, StageParams, StageResult
 
 # Calibrated on real files (tests/calibration/, table in docs/stages.md). Two signals: the
 # grammar's error share and MISSING tokens, and what the file leaves unclosed

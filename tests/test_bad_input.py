@@ -17,8 +17,15 @@ import pytest
 
 from lemur_data.pipeline.executor import RunError
 from lemur_data.stages.readers.common import ReaderError
-from realdata import PURELIB, STDLIB, prose_paragraphs, stack_parquet, stdlib_files, write_jsonl
-from runs import count_rows, run_build
+from tests.realdata import (
+    PURELIB,
+    STDLIB,
+    prose_paragraphs,
+    stack_parquet,
+    stdlib_files,
+    write_jsonl,
+)
+from tests.runs import count_rows, run_build
 
 STACK_COLUMNS = {"text": "content", "path": "max_stars_repo_path"}
 

@@ -19,8 +19,8 @@ import pytest
 
 from lemur_data.pipeline.budget import _prefix_for, possible_keys, unit_order
 from lemur_data.stages.readers.common import InputUnit
-from realdata import STDLIB, perturbed_prose, write_jsonl
-from runs import NONDETERMINISTIC, run_build
+from tests.realdata import STDLIB, perturbed_prose, write_jsonl
+from tests.runs import NONDETERMINISTIC, run_build
 
 SEED = 5
 UNITS = 16

@@ -11,8 +11,8 @@ import pytest
 
 from lemur_data.pipeline.build import RunDirError
 from lemur_data.pipeline.executor import RunError
-from realdata import STDLIB, stack_parquet, stdlib_files
-from runs import count_rows, digest, removed_reasons, run_build
+from tests.realdata import STDLIB, stack_parquet, stdlib_files
+from tests.runs import count_rows, digest, removed_reasons, run_build
 
 
 def code_manifest(root: Path, max_docs: int = 25) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from realdata import STDLIB, stack_parquet, stdlib_files
-from runs import digest
+from tests.realdata import STDLIB, stack_parquet, stdlib_files
+from tests.runs import digest
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "lemur_data.pipeline.cli"]

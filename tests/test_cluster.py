@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster import LocalCluster, cluster_env
-from realdata import STDLIB
-from runs import digest, run_build
+from tests.cluster import LocalCluster, cluster_env
+from tests.realdata import STDLIB
+from tests.runs import digest, run_build
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "lemur_data.pipeline.cli"]

@@ -23,7 +23,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import debian_python_stdlib, fixture
 from pydantic import ValidationError
 
 from lemur_data.filters.decontaminate import BenchmarkMatcher, ItemPart, Match, short_keys, words
@@ -38,6 +37,7 @@ from lemur_data.stages.decontaminate.benchmarks import (
     read_rows,
 )
 from lemur_data.stages.decontaminate.stage import DecontaminateParams
+from tests.fixtures import debian_python_stdlib, fixture
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])

@@ -9,10 +9,9 @@ import json
 import re
 from pathlib import Path
 
-from fixtures import fixture
-from fixtures.fetch import STAMP
-
 from lemur_data.stages.readers.files import _license_of
+from tests.fixtures import fixture
+from tests.fixtures.fetch import STAMP
 
 FOLDER = Path(__file__).resolve().parents[1] / "manifests" / "data" / "notebooks"
 ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| (?P<package>[\w.+-]+)[^|]*\| (?P<version>\S+) \| "

@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import debian_python_stdlib
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
+from tests.fixtures import debian_python_stdlib
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("json", "email", "http", "logging", "concurrent")

@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import cpython39_stdlib, debian_python_stdlib_tree
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.cli import main
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.pipeline.planner import plan_run
 from lemur_data.stages.incremental.index import EarlierRunError
-from runs import digest
+from tests.fixtures import cpython39_stdlib, debian_python_stdlib_tree
+from tests.runs import digest
 
 PACKAGES = ("json", "email", "http", "logging", "concurrent", "xml", "urllib", "asyncio",
             "importlib", "unittest", "multiprocessing")

@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import cpython39_stdlib, debian_python_stdlib_tree
-from jaccard import jaccard
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
+from tests.fixtures import cpython39_stdlib, debian_python_stdlib_tree
+from tests.jaccard import jaccard
 
 EXCLUDE = ["site-packages/*", "dist-packages/*", "test/*", "*/tests/*", "idlelib/*",
            "lib2to3/*", "*/__pycache__/*", "config-*/*"]

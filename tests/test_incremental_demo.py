@@ -20,7 +20,7 @@ import yaml
 
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import parse_manifest
-from runs import digest, drop_orphan_stages
+from tests.runs import digest, drop_orphan_stages
 
 REPO = Path(__file__).resolve().parents[1]
 A_SOURCES = ("python-stdlib", "python-help-topics")
@@ -95,7 +95,7 @@ def test_demo_a_plus_b_equals_the_joint_build(runs) -> None:
 
 @pytest.mark.slow
 def test_demo_b_keeps_no_near_duplicate_of_what_a_kept(runs) -> None:
-    from jaccard import jaccard
+    from tests.jaccard import jaccard
 
     found = 0
     for kind, mode in (("code", "code"), ("text", "words")):

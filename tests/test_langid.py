@@ -10,15 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import fixture
 
 from lemur_data.filters.langid.code import detect_code_language
 from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.langid import LangId, LangIdParams
 from lemur_data.stages.storage import documents_table
-from realdata import STDLIB, prose_paragraphs, write_jsonl
-from runs import removed_reasons, run_build
+from tests.fixtures import fixture
+from tests.realdata import STDLIB, prose_paragraphs, write_jsonl
+from tests.runs import removed_reasons, run_build
 
 # man page folder -> lid.176 label (fixtures: Debian's manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
 MAN_LANGUAGES = {"": "en", "de": "de", "fr": "fr", "es": "es", "ru": "ru", "ja": "ja",
@@ -172,7 +172,7 @@ def test_extensionless_shell_scripts_identified_by_shebang() -> None:
 
 def _debian_package(name: str) -> Path:
     """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
-    from fixtures import fixture
+    from tests.fixtures import fixture
 
     return fixture(name)
 

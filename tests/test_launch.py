@@ -31,8 +31,8 @@ from lemur_data.pipeline.launch.run import prepare
 from lemur_data.pipeline.launch.tokenizer_files import TokenizerFiles, stage_tokenizer
 from lemur_data.pipeline.manifest import ManifestError, load_manifest, parse_manifest
 from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
-from realdata import STDLIB
-from runs import run_build
+from tests.realdata import STDLIB
+from tests.runs import run_build
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "lemur_data.pipeline.cli"]

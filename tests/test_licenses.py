@@ -141,7 +141,7 @@ def test_keep_order_stack_v2_prefers_permissive(tmp_path: Path) -> None:
 def test_minhash_keep_order_stack_v2(ray_session, tmp_path: Path) -> None:
     """Near-duplicates (a real file and two copies with one line appended): MinHash with
     `keep_order: stack-v2` keeps the MIT copy although the GPL one has 100x the stars."""
-    from runs import run_build
+    from tests.runs import run_build
 
     files = sorted((SITE / "click").glob("*.py"))[:12]
     rows = {"content": [], "path": [], "stars": [], "license": []}

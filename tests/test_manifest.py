@@ -92,7 +92,7 @@ def test_placeholders_and_relative_paths(tmp_path: Path) -> None:
 
 def test_langid_model_and_saved_dataset_path_are_resolved(tmp_path: Path) -> None:
     from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path
-    from realdata import prose_paragraphs
+    from tests.realdata import prose_paragraphs
 
     (tmp_path / "models").mkdir()
     shutil.copy(default_model_path(), tmp_path / "models" / "lid.ftz")

@@ -20,13 +20,13 @@ import pytest
 from datasketch import MinHash as DatasketchMinHash
 from datasketch import MinHashLSH
 from datasketch.lsh import _optimal_param
-from fixtures import debian_python_stdlib
 
 from lemur_data.filters.minhash import shingles as sh
 from lemur_data.pipeline.build import build
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.minhash import hashing as sig
 from lemur_data.stages.minhash.params import MinHashParams, optimal_bands_rows
+from tests.fixtures import debian_python_stdlib
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("email", "json", "http", "urllib", "logging", "concurrent", "xml", "wsgiref",

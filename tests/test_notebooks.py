@@ -12,7 +12,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures import fixture, real_notebooks
 
 from lemur_data.filters.notebooks import (
     InvalidNotebook,
@@ -24,6 +23,7 @@ from lemur_data.filters.notebooks import (
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.notebooks import Notebooks, NotebooksParams
 from lemur_data.stages.storage import documents_table
+from tests.fixtures import fixture, real_notebooks
 
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{76,}={0,2}")
 CTX = ShardContext("0", "", 0)
@@ -222,7 +222,7 @@ def test_stage_converts_notebooks_and_quarantines_invalid(notebooks) -> None:
 def test_build_on_a_stack_layout_parquet(ray_session, tmp_path: Path, notebooks) -> None:
     """A parquet laid out like The Stack's jupyter-notebook folder, through a build:
     notebooks -> syntax; the converted scripts reach syntax as Python."""
-    from runs import removed_reasons, run_build
+    from tests.runs import removed_reasons, run_build
 
     table = pa.table({
         "content": [t for _, t in notebooks],

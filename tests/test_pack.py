@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from fixtures import python_include
 
 from lemur_data.pipeline.build import BuildResult, build
 from lemur_data.pipeline.executor import RunError
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.mix.indexed_dataset import Packer, ShardedWriter
 from lemur_data.stages.tokenize.tokenizer import DEFAULT_PACKAGE_MODEL, package_file
+from tests.fixtures import python_include
 
 warnings.filterwarnings("ignore", message=".*Transformer Engine and Apex.*")
-from megatron.core.datasets.indexed_dataset import IndexedDataset  # noqa: E402
+from megatron.core.datasets.indexed_dataset import IndexedDataset  # noqa: E402 (after the filter)
 
 PATHS = sysconfig.get_paths()
 MAX_SHARD = 120_000

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from fixtures import fixture
 
 from lemur_data.filters.pii import PLACEHOLDERS, find_pii, redact
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.pii import Pii, PiiParams
 from lemur_data.stages.storage import documents_table
+from tests.fixtures import fixture
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 HOSTS = ["dataclasses.py", "configparser.py", "shlex.py", "fnmatch.py", "heapq.py",
@@ -178,7 +178,7 @@ def test_stage_rewrites_text_and_counts_per_kind() -> None:
 
 def test_build_reports_redaction_totals(ray_session, tmp_path: Path) -> None:
     """stats.json sums the per-document counts, and the card shows them."""
-    from runs import run_build
+    from tests.runs import run_build
 
     rng = random.Random(5)
     root = tmp_path / "tree"

@@ -16,8 +16,8 @@ from lemur_data.pipeline.launch.checks import read_data_args
 from lemur_data.pipeline.manifest import load_manifest
 from lemur_data.pipeline.publish.hub import card_for, plan_files
 from lemur_data.pipeline.publish.public import public_text
-from realdata import STDLIB
-from runs import run_build
+from tests.realdata import STDLIB
+from tests.runs import run_build
 
 
 def uploaded(run_dir: str) -> dict[str, bytes]:

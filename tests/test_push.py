@@ -24,8 +24,8 @@ import yaml
 from huggingface_hub import DatasetCard
 
 from lemur_data.pipeline.cli import main
-from realdata import STDLIB
-from runs import run_build
+from tests.realdata import STDLIB
+from tests.runs import run_build
 
 LFS_SUFFIXES = (".parquet", ".png", ".bin", ".idx")
 

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from fixtures import fixture
-from test_langid import man_paragraphs
 
 from lemur_data.filters.quality import code_rules
 from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule
@@ -20,8 +18,10 @@ from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.quality import Quality, QualityParams
 from lemur_data.stages.storage import documents_table
-from realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
-from runs import removed_reasons, run_build
+from tests.fixtures import fixture
+from tests.realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
+from tests.runs import removed_reasons, run_build
+from tests.test_langid import man_paragraphs
 
 CTX = ShardContext("test", "/tmp", 0)
 STARCODER2 = code_rules.CODE_PRESETS["starcoder2"].default

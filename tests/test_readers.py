@@ -20,7 +20,14 @@ from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import plan_units, read_unit
 from lemur_data.stages.readers import jsonl as jsonl_reader
 from lemur_data.stages.readers.common import ReaderError
-from realdata import PURELIB, STDLIB, prose_paragraphs, stack_parquet, stdlib_files, write_jsonl
+from tests.realdata import (
+    PURELIB,
+    STDLIB,
+    prose_paragraphs,
+    stack_parquet,
+    stdlib_files,
+    write_jsonl,
+)
 
 
 def units_and_tables(source: dict, tmp_path: Path, max_docs: int = 1000,

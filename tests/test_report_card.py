@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from fixtures import python_include
 from huggingface_hub import DatasetCard, DatasetCardData
 from PIL import Image
 
@@ -24,8 +23,9 @@ from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.pipeline.profile import profile_output
 from lemur_data.pipeline.publish.card import size_category
 from lemur_data.pipeline.publish.report import stage_rows
-from realdata import STDLIB
-from runs import run_build
+from tests.fixtures import python_include
+from tests.realdata import STDLIB
+from tests.runs import run_build
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

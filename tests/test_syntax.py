@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import STDLIB
-from fixtures import fixture, python_include
 
 from lemur_data.filters.syntax import balance as syntax_balance
 from lemur_data.filters.syntax import check as syntax_check
@@ -18,10 +15,9 @@ from lemur_data.filters.syntax import preprocessor as syntax_preprocessor
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.storage import documents_table
 from lemur_data.stages.syntax import Syntax, SyntaxParams
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "calibration"))
-import corpus  # noqa: E402
-import measure  # noqa: E402
+from tests.calibration import corpus, measure
+from tests.conftest import STDLIB
+from tests.fixtures import fixture, python_include
 
 CTX = ShardContext(shard_id="s0", run_dir="", seed=0)
 SAMPLE = 24  # files per language in the fast calibration check
@@ -392,7 +388,7 @@ def test_c_file_cut_inside_a_comment_or_string_is_unbalanced() -> None:
 
 def _package(name: str) -> Path:
     """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
-    from fixtures import fixture
+    from tests.fixtures import fixture
 
     return fixture(name)
 

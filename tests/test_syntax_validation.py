@@ -11,17 +11,13 @@ the same files.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "calibration"))
-import validation  # noqa: E402
-from fixtures import fixture  # noqa: E402
-
-from lemur_data.filters.langid.code import detect_code_language  # noqa: E402
+from lemur_data.filters.langid.code import detect_code_language
+from tests.calibration import validation
+from tests.fixtures import fixture
 
 MAX_FALSE_REJECTION = 1.0  # % of valid files
 MIN_DETECTION = 95.0  # % of broken copies, per kind

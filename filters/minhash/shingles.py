@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 
-from lemur_data.filters.minhash import shingle_kernels as shingles_kernel
+from . import shingle_kernels as shingles_kernel
 
 Mode = Literal["code", "words", "whitespace"]
 MODES: tuple[Mode, ...] = ("code", "words", "whitespace")

@@ -15,8 +15,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from lemur_data.filters.syntax.preprocessor import PREPROCESSED
-from lemur_data.filters.syntax.shell import shell_imbalance
+from .preprocessor import PREPROCESSED
+from .shell import shell_imbalance
 
 if TYPE_CHECKING:
     from tree_sitter import Node

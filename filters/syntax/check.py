@@ -30,14 +30,14 @@ from dataclasses import dataclass
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from lemur_data.filters.syntax.balance import (
+from .balance import (
     HTML_TAGS_QUERY,
     html_tag_imbalance,
     html_tag_imbalance_lexical,
     lexical_imbalance,
 )
-from lemur_data.filters.syntax.mask import MASKED_ON_ERROR, mask, prepare
-from lemur_data.filters.syntax.python import empty_blocks
+from .mask import MASKED_ON_ERROR, mask, prepare
+from .python import empty_blocks
 
 # The Stack's language name -> (grammar module, function returning the language pointer).
 GRAMMARS: dict[str, tuple[str, str]] = {

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from lemur_data.filters.syntax.preprocessor import BLANKS, PREPROCESSED, blank, mask_conditionals
+from .preprocessor import BLANKS, PREPROCESSED, blank, mask_conditionals
 
 # TypeScript: `in`, `out` or `in out` before a type parameter's name, after `<` or `,`
 # (the name is followed by `extends`, `=`, `,` or `>`). A lone `in` between two

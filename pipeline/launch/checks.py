@@ -23,10 +23,10 @@ from typing import Literal
 
 import numpy as np
 
-from lemur_data.pipeline.launch.plan import LaunchPlan
-from lemur_data.pipeline.launch.presets import PRESETS
-from lemur_data.stages.mix.indexed_dataset import DTYPE_CODES, INDEX_HEADER
-from lemur_data.stages.tokenize.tokenizer import TokenizerConfig, load_tokenizer
+from ...stages.mix.indexed_dataset import DTYPE_CODES, INDEX_HEADER
+from ...stages.tokenize.tokenizer import TokenizerConfig, load_tokenizer
+from .plan import LaunchPlan
+from .presets import PRESETS
 
 Status = Literal["ok", "fail", "skip"]
 _ITEMSIZE = {code: dtype.itemsize for dtype, code in DTYPE_CODES.items()}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lemur_data.pipeline.launch.plan import TrainConfig
+    from .plan import TrainConfig
 
 DEFAULT_MASTER_PORT = 29500
 

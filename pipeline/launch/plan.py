@@ -32,10 +32,10 @@ from pydantic import (
     field_validator,
 )
 
-from lemur_data.pipeline.launch.nodes import Distributed
-from lemur_data.pipeline.launch.presets import PRESETS, Flags
-from lemur_data.pipeline.launch.tokenizer_files import TokenizerFiles
-from lemur_data.stages import storage
+from ...stages import storage
+from .nodes import Distributed
+from .presets import PRESETS, Flags
+from .tokenizer_files import TokenizerFiles
 
 DATA_ARGS = "data_args.txt"
 

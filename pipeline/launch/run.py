@@ -17,17 +17,17 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from lemur_data.pipeline.launch.checks import Check, failed, run_checks
-from lemur_data.pipeline.launch.nodes import Distributed, resolve_distributed
-from lemur_data.pipeline.launch.plan import LaunchPlan, RunPaths, render
-from lemur_data.pipeline.launch.tokenizer_files import (
+from ...stages import storage
+from ...stages.tokenize.tokenizer import TokenizerConfig
+from ..manifest import Manifest
+from .checks import Check, failed, run_checks
+from .nodes import Distributed, resolve_distributed
+from .plan import LaunchPlan, RunPaths, render
+from .tokenizer_files import (
     expected_tokenizer_kind,
     stage_tokenizer,
     tokenizer_files,
 )
-from lemur_data.pipeline.manifest import Manifest
-from lemur_data.stages import storage
-from lemur_data.stages.tokenize.tokenizer import TokenizerConfig
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from lemur_data.stages import storage
-from lemur_data.stages.tokenize.tokenizer import (
+from ...stages import storage
+from ...stages.tokenize.tokenizer import (
     DEFAULT_PACKAGE_MODEL,
     TokenizerConfig,
     package_file,

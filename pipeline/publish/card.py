@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from lemur_data.stages import storage
-from lemur_data.stages.base import sources_in_scope
-from lemur_data.stages.registry import STAGE_INFO
+from ...stages import storage
+from ...stages.base import sources_in_scope
+from ...stages.registry import STAGE_INFO
 
 Include = Literal["none", "parquet", "megatron"]
 
@@ -123,7 +123,7 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
 
 def _read(stats: dict[str, Any]) -> str:
     """With `read: needed`, how much of each source the run read (all else: nothing)."""
-    from lemur_data.pipeline.publish.report import READ_HEADERS, read_rows
+    from .report import READ_HEADERS, read_rows
 
     read = stats.get("read")
     if not read:
@@ -149,7 +149,7 @@ def _scope(stage: dict[str, Any], manifest: dict[str, Any]) -> str:
 
 
 def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
-    from lemur_data.pipeline.publish.report import STANDARD_KEYS, flatten, scalar_text
+    from .report import STANDARD_KEYS, flatten, scalar_text
 
     parts = []
     for number, stage in enumerate(stats.get("stages") or [], start=1):
@@ -277,7 +277,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
                          "scores stages added)",
               "megatron": "`megatron/`: Megatron-LM `.bin`/`.idx` shards and `data_args.txt`",
               "none": "no data files: the card, statistics and report only"}[include]
-    from lemur_data.pipeline.publish.report import by_count, stage_rows
+    from .report import by_count, stage_rows
 
     body = [
         f"# {data.pretty_name}",
@@ -330,7 +330,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
 def write_card(run_dir: str, stats: dict[str, Any], plots: list[str], manifest_yaml: str,
                include: Include = "parquet") -> str:
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
-    from lemur_data.pipeline.publish.public import public_text
+    from .public import public_text
 
     card = render_card(stats, record["manifest"], manifest_yaml, plots, include,
                        record.get("expansions"))

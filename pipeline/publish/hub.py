@@ -22,9 +22,9 @@ from typing import Any, Literal
 from fsspec.implementations.local import LocalFileSystem
 from rich.console import Console
 
-from lemur_data.pipeline.publish.card import Include, render_card
-from lemur_data.pipeline.publish.public import public_text
-from lemur_data.stages import storage
+from ...stages import storage
+from .card import Include, render_card
+from .public import public_text
 
 Progress = Literal["bar", "log", "none", "auto"]
 BATCH_BYTES = 8 * 10**9
@@ -122,7 +122,7 @@ def relative_data_args(text: str, folder: str) -> bytes:
 
 def card_for(run_dir: str, include: Include) -> bytes:
     """The card as it fits what is uploaded (configs point at data/ only if it is there)."""
-    from lemur_data.pipeline.publish.report import manifest_yaml
+    from .report import manifest_yaml
 
     root = _local_run(run_dir)
     stats = storage.read_json(str(root / "stats.json"))

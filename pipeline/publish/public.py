@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from lemur_data.stages import storage
+from ...stages import storage
 
 MIN_VALUE = 3
 """Shorter expanded values (an empty or one-letter variable) are not rewritten: they

@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lemur_data.pipeline.publish.plots import Plot, make_plots
-from lemur_data.stages import storage
+from ...stages import storage
+from .plots import Plot, make_plots
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
                  "by_flag", "params", "removed_by_detail", "contamination"}
@@ -252,7 +252,7 @@ def manifest_yaml(run_dir: str) -> str:
     """The run's manifest as YAML, defaults left out (as `lemur-data validate` prints it)."""
     import yaml
 
-    from lemur_data.pipeline.manifest import Manifest
+    from ..manifest import Manifest
 
     record = storage.read_json(storage.join(run_dir, "manifest.json"))
     manifest = Manifest.model_validate(record["manifest"])
@@ -262,8 +262,8 @@ def manifest_yaml(run_dir: str) -> str:
 
 def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
     """plots/*.png, report.html and README.md (the card) from stats.json; their paths."""
-    from lemur_data.pipeline.publish.card import write_card
-    from lemur_data.pipeline.publish.public import public_text
+    from .card import write_card
+    from .public import public_text
 
     stats = stats or storage.read_json(storage.join(run_dir, "stats.json"))
     # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.

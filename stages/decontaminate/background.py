@@ -19,7 +19,7 @@ from pathlib import Path
 
 import ahocorasick
 
-from lemur_data.filters.decontaminate import strip_whitespace
+from ...filters.decontaminate import strip_whitespace
 
 SUFFIXES = (".py",)
 

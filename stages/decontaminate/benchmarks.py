@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lemur_data.filters.decontaminate import ItemPart, words
+from ...filters.decontaminate import ItemPart, words
 
 Row = dict[str, Any]
 

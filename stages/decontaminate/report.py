@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lemur_data.stages.decontaminate.benchmarks import BENCHMARKS
+from .benchmarks import BENCHMARKS
 
 # How each built-in benchmark's items are matched (see filters/decontaminate.py).
 METHODS = {

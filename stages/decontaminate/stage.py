@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from lemur_data.filters.decontaminate import BenchmarkMatcher, ItemPart, short_keys
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
-from lemur_data.stages.decontaminate.background import common_snippets, default_roots
-from lemur_data.stages.decontaminate.benchmarks import (
+from ...filters.decontaminate import BenchmarkMatcher, ItemPart, short_keys
+from ..base import DocumentStage, ShardContext, StageParams, StageResult
+from .background import common_snippets, default_roots
+from .benchmarks import (
     BENCHMARKS,
     custom_parts,
     load_benchmark,

@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lemur_data.stages import storage
-from lemur_data.stages.exact_dedup import hash_file
-from lemur_data.stages.incremental.index import IndexFiles, write_keyed
-from lemur_data.stages.minhash.files import WorkFiles
-from lemur_data.stages.minhash.hashing import doc_partition
-from lemur_data.stages.minhash.signatures import SHINGLE_SCHEMA
+from .. import storage
+from ..exact_dedup import hash_file
+from ..minhash.files import WorkFiles
+from ..minhash.hashing import doc_partition
+from ..minhash.signatures import SHINGLE_SCHEMA
+from .index import IndexFiles, write_keyed
 
 
 def kept_ids(output_shards: list[str]) -> pa.Array:
@@ -137,7 +137,7 @@ class TextSets:
     tokenizer: str
 
     def sets(self, keys: np.ndarray) -> pa.Table:
-        from lemur_data.stages.minhash.signatures import (
+        from ..minhash.signatures import (
             _shingle_hashes,
             _unique_per_doc,
             doc_modes,

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lemur_data.stages import storage
+from .. import storage
 
 INDEX_FORMAT = 1
 # The MinHash parameters that decide band buckets and shingles: an earlier index is

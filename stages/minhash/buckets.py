@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lemur_data.stages import storage
-from lemur_data.stages.incremental.index import Earlier
-from lemur_data.stages.minhash.hashing import doc_partition
+from .. import storage
+from ..incremental.index import Earlier
+from .hashing import doc_partition
 
 PAIR_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64())])
 
@@ -101,7 +101,7 @@ class BucketPartition:
             mine = part_of == part
             write_pairs(path, a[mine], b[mine])
         if self.earlier_out:
-            from lemur_data.stages.minhash.earlier import match_earlier, write_earlier_pairs
+            from .earlier import match_earlier, write_earlier_pairs
 
             new, run, old = match_earlier(*sorted_rows, self.earlier, self.part,
                                           len(self.pairs_out), self.window)

@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lemur_data.stages import storage
-from lemur_data.stages.incremental.index import Earlier
-from lemur_data.stages.keeper import KeepOrder, sort_keys
-from lemur_data.stages.minhash.buckets import sorted_unique, unique_pairs
-from lemur_data.stages.minhash.earlier import (
+from .. import storage
+from ..incremental.index import Earlier
+from ..keeper import KeepOrder, sort_keys
+from .buckets import sorted_unique, unique_pairs
+from .earlier import (
     EARLIER_NODE,
     earlier_kept_ids,
     earlier_nodes,

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lemur_data.stages import storage
-from lemur_data.stages.incremental.index import Earlier, read_keyed
-from lemur_data.stages.minhash.hashing import doc_partition
+from .. import storage
+from ..incremental.index import Earlier, read_keyed
+from .hashing import doc_partition
 
 EARLIER_PAIR_SCHEMA = pa.schema([("b", pa.uint64()), ("run", pa.uint16()), ("a", pa.uint64())])
 EARLIER_EDGE_SCHEMA = pa.schema([("b", pa.uint64()), ("run", pa.uint16()), ("a", pa.uint64()),
@@ -137,7 +137,7 @@ class CheckEarlier:
         return (self.out_path,)
 
     def __call__(self) -> dict[str, Any]:
-        from lemur_data.stages.minhash.verify import SetIndex, jaccard_sorted, read_sets
+        from .verify import SetIndex, jaccard_sorted, read_sets
 
         pairs = read_earlier_pairs(list(self.pair_files))
         b = pairs.column("b").to_numpy()

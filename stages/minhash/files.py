@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lemur_data.stages import storage
+from .. import storage
 
 
 def _part(i: int) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lemur_data.filters.minhash.shingles import fmix64_array
-from lemur_data.stages.minhash import kernels as minhash_kernels
+from ...filters.minhash.shingles import fmix64_array
+from . import kernels as minhash_kernels
 
 MERSENNE_61 = np.uint64((1 << 61) - 1)
 MAX_HASH = np.uint32(0xFFFFFFFF)  # an empty signature value, as datasketch's

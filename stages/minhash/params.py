@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, PositiveInt, model_validator
 
-from lemur_data.stages.base import StageParams
-from lemur_data.stages.keeper import KeepOrder
+from ..base import StageParams
+from ..keeper import KeepOrder
 
 
 class MinHashParams(StageParams):

@@ -20,18 +20,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lemur_data.filters.minhash.shingles import Mode, batch_shingle_hashes, shingles
-from lemur_data.stages import storage
-from lemur_data.stages.base import in_scope
-from lemur_data.stages.keeper import license_ranks
-from lemur_data.stages.minhash.hashing import (
+from ...filters.minhash.shingles import Mode, batch_shingle_hashes, shingles
+from .. import storage
+from ..base import in_scope
+from ..keeper import license_ranks
+from .hashing import (
     band_buckets,
     datasketch_signatures,
     doc_partition,
     permutations,
     signatures,
 )
-from lemur_data.stages.minhash.params import MinHashParams
+from .params import MinHashParams
 
 BAND_SCHEMA = pa.schema([("band", pa.uint16()), ("bucket", pa.uint64()), ("key", pa.uint64())])
 META_SCHEMA = pa.schema([("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),

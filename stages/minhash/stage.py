@@ -28,8 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lemur_data.stages import storage
-from lemur_data.stages.base import (
+from .. import storage
+from ..base import (
     DocumentStage,
     GlobalContext,
     GlobalStage,
@@ -38,14 +38,14 @@ from lemur_data.stages.base import (
     StageResult,
     Task,
 )
-from lemur_data.stages.incremental.index import MINHASH_KEYS, Earlier, earlier_runs
-from lemur_data.stages.minhash.buckets import BucketPartition
-from lemur_data.stages.minhash.components import Components
-from lemur_data.stages.minhash.earlier import CheckEarlier
-from lemur_data.stages.minhash.files import WorkFiles
-from lemur_data.stages.minhash.params import MinHashParams
-from lemur_data.stages.minhash.signatures import SignShard
-from lemur_data.stages.minhash.verify import CheckPairs, ShipSets
+from ..incremental.index import MINHASH_KEYS, Earlier, earlier_runs
+from .buckets import BucketPartition
+from .components import Components
+from .earlier import CheckEarlier
+from .files import WorkFiles
+from .params import MinHashParams
+from .signatures import SignShard
+from .verify import CheckPairs, ShipSets
 
 
 def _explain(row: dict[str, Any]) -> tuple[str, str]:

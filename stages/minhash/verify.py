@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lemur_data.stages import storage
-from lemur_data.stages.minhash.buckets import read_pairs, sorted_unique, write_pairs
-from lemur_data.stages.minhash.hashing import doc_partition
-from lemur_data.stages.minhash.signatures import SHINGLE_SCHEMA
+from .. import storage
+from .buckets import read_pairs, sorted_unique, write_pairs
+from .hashing import doc_partition
+from .signatures import SHINGLE_SCHEMA
 
 EDGE_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64()), ("jaccard", pa.float64())])
 

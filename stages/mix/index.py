@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lemur_data.stages import storage
+from .. import storage
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-from lemur_data.stages import storage
+from .. import storage
 
 INDEX_HEADER = b"MMIDIDX\x00\x00"
 # megatron.core.datasets.indexed_dataset.DType

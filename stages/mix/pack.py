@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-from lemur_data.stages import storage
-from lemur_data.stages.mix.indexed_dataset import Packer, ShardedWriter
-from lemur_data.stages.mix.params import Component
-from lemur_data.stages.mix.select import gather, pass_takes
+from .. import storage
+from .indexed_dataset import Packer, ShardedWriter
+from .params import Component
+from .select import gather, pass_takes
 
 
 @dataclass(frozen=True)

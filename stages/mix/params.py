@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ByteSize, Field, PositiveFloat, PositiveInt
 
-from lemur_data.stages.base import StageParams
+from ..base import StageParams
 
 KINDS = ("code", "text")
 REPO_SUFFIX = "@repo"

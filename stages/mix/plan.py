@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from lemur_data.stages import storage
-from lemur_data.stages.mix.params import Component
+from .. import storage
+from .params import Component
 
 
 @dataclass(frozen=True)

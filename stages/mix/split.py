@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lemur_data.stages import storage
-from lemur_data.stages.mix.params import REPO_FILES, Component, assign
-from lemur_data.stages.mix.select import bucket_of, hashes_of
-from lemur_data.stages.tokenize.stage import TOKEN_IDS
+from .. import storage
+from ..tokenize.stage import TOKEN_IDS
+from .params import REPO_FILES, Component, assign
+from .select import bucket_of, hashes_of
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lemur_data.stages import storage
-from lemur_data.stages.base import (
+from .. import storage
+from ..base import (
     DocumentStage,
     GlobalContext,
     GlobalStage,
@@ -41,11 +41,11 @@ from lemur_data.stages.base import (
     StageResult,
     Task,
 )
-from lemur_data.stages.mix.index import WriteIndex
-from lemur_data.stages.mix.pack import BlendAll, PackComponent
-from lemur_data.stages.mix.params import MixParams, components_of
-from lemur_data.stages.mix.plan import PlanMix
-from lemur_data.stages.mix.split import SplitShard
+from .index import WriteIndex
+from .pack import BlendAll, PackComponent
+from .params import MixParams, components_of
+from .plan import PlanMix
+from .split import SplitShard
 
 
 def _absolute(prefix: str) -> str:

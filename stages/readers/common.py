@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from lemur_data.stages.storage import DOCUMENT_COLUMNS, DOCUMENT_SCHEMA, document_id
+from ..storage import DOCUMENT_COLUMNS, DOCUMENT_SCHEMA, document_id
 
 # Reader output: the document schema plus why a record was quarantined (null = fine).
 READ_SCHEMA = DOCUMENT_SCHEMA.append(pa.field("reason", pa.string())).append(

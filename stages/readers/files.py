@@ -19,8 +19,8 @@ from typing import Literal
 import fsspec
 import pyarrow as pa
 
-from lemur_data.filters.langid.code import detect_code_language
-from lemur_data.stages.readers.common import (
+from ...filters.langid.code import detect_code_language
+from .common import (
     InputUnit,
     ReaderError,
     ReaderParams,
@@ -31,7 +31,7 @@ from lemur_data.stages.readers.common import (
     expand_paths,
     file_size,
 )
-from lemur_data.stages.readers.package_license import PackageLicenses
+from .package_license import PackageLicenses
 
 DEFAULT_EXCLUDE = ["*/.git/*", ".git/*", "*/__pycache__/*", "__pycache__/*", "*.pyc", "*.pyo",
                    "*/node_modules/*", "*.so", "*.o", "*.a", "*.dylib", "*.dll", "*.exe",

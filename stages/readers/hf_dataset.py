@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from lemur_data.stages.readers.common import (
+from .common import (
     InputUnit,
     ReaderError,
     ReaderParams,

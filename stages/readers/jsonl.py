@@ -18,7 +18,7 @@ from typing import IO, Any, Literal
 import fsspec
 import pyarrow as pa
 
-from lemur_data.stages.readers.common import (
+from .common import (
     InputUnit,
     ReaderError,
     ReaderParams,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from email.parser import BytesHeaderParser
 from pathlib import Path
 
-from lemur_data.filters.licenses import from_classifiers, from_field
+from ...filters.licenses import from_classifiers, from_field
 
 _NAME = re.compile(r"[-_.]+")
 

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
 from pydantic import PositiveInt
 
-from lemur_data.stages.readers.common import (
+from .common import (
     READ_SCHEMA,
     InputUnit,
     ReaderError,

@@ -11,7 +11,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from lemur_data.stages.readers.common import (
+from .common import (
     InputUnit,
     ReaderError,
     ReaderParams,

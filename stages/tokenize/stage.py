@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import PositiveInt
 
-from lemur_data.stages.base import DocumentStage, ShardContext, StageParams, StageResult
-from lemur_data.stages.tokenize.tokenizer import TextTokenizer, TokenizerConfig, load_tokenizer
+from ..base import DocumentStage, ShardContext, StageParams, StageResult
+from .tokenizer import TextTokenizer, TokenizerConfig, load_tokenizer
 
 TOKEN_IDS = "token_ids"
 TOKENS = "tokens"

@@ -1,6 +1,6 @@
 """`mixture.read: needed` against `read: all`: task CPU seconds for the same mixture.
 
-    python tests/bench/bench_budget.py [--docs 18000] [--total 1.1e6] [--workers 2]
+    python -m tests.bench.bench_budget [--docs 18000] [--total 1.1e6] [--workers 2]
 
 Input: the demo's sources (manifests/demo.yaml: the Python installation's code and
 prose) plus `prose-big`, a jsonl of `--docs` documents of real English sentences
@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
+from tests.realdata import perturbed_prose, write_jsonl
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from realdata import perturbed_prose, write_jsonl  # noqa: E402
 
 
 def manifest(prose: Path, read: str, total: float) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Throughput and false-positive figures of `decontaminate` and `pii` on the Python install.
 
 Run by hand (not collected by pytest):
-    python tests/bench/bench_decontam_pii.py [--every N]
+    python -m tests.bench.bench_decontam_pii [--every N]
 Reads every N-th file (default 1: all) of the stdlib, site-packages and the pydoc topics;
 nothing is planted, so every decontamination hit is a false positive, and every PII hit
 is shown per rule for inspection (real author emails are true positives).

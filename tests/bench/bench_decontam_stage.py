@@ -2,8 +2,8 @@
 
 Run by hand (not collected by pytest), once per code tree, interleaved:
     git archive <old-commit> | tar -x -C /tmp/base/lemur_data
-    PYTHONPATH=/tmp/base python tests/bench/bench_decontam_stage.py all 3   # old code
-    python tests/bench/bench_decontam_stage.py all 3                        # this tree
+    PYTHONPATH=/tmp/base python -m tests.bench.bench_decontam_stage all 3   # old code
+    python -m tests.bench.bench_decontam_stage all 3                        # this tree
 `he` sets up HumanEval only (as `run.py --extra` does), `all` the four benchmarks
 (MBPP and GSM8K from --mbpp/--gsm8k files, by default the samples in tests/data).
 The corpus is bench_decontam_pii.py's: every N-th file of the stdlib and

@@ -2,7 +2,7 @@
 
 Run by hand (not collected by pytest):
 
-    python tests/bench/bench_filters.py [--code-mb 40] [--text-mb 4]
+    python -m tests.bench.bench_filters [--code-mb 40] [--text-mb 4]
 
 CPU time of this process is what is measured (time.process_time), so the figures are
 per core and hold on a busy machine. Inputs are real: the standard library and
@@ -17,7 +17,6 @@ the translated man pages for language ID. References:
 from __future__ import annotations
 
 import argparse
-import sys
 import sysconfig
 import time
 from collections.abc import Callable
@@ -25,13 +24,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ helpers
-
-from test_langid import MAN_LANGUAGES, man_paragraphs  # noqa: E402
-
-from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path  # noqa: E402
-from lemur_data.filters.quality import code_rules  # noqa: E402
-from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule  # noqa: E402
+from lemur_data.filters.langid.text import FastTextLanguageID, default_model_path
+from lemur_data.filters.quality import code_rules
+from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule
+from tests.test_langid import MAN_LANGUAGES, man_paragraphs
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])

@@ -1,6 +1,6 @@
 """Deduplicating against an earlier run: B's dedup time grows with B, not with A.
 
-Run by hand (not collected by pytest):  python tests/bench/bench_incremental.py [MB] [rounds]
+Run by hand (not collected by pytest):  python -m tests.bench.bench_incremental [MB] [rounds]
 
 B: MB megabytes of real Python files (this venv's site-packages, then the standard
 library). A1 and A4: earlier runs of 1x and 4x B's size, real Go sources and C++
@@ -30,12 +30,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixtures.fetch import cache_dir, folder_name  # noqa: E402
-
-from lemur_data.pipeline.build import build  # noqa: E402
-from lemur_data.pipeline.executor import connect  # noqa: E402
-from lemur_data.pipeline.manifest import parse_manifest  # noqa: E402
+from lemur_data.pipeline.build import build
+from lemur_data.pipeline.executor import connect
+from lemur_data.pipeline.manifest import parse_manifest
+from tests.fixtures.fetch import cache_dir, folder_name
 
 GO, BOOST = (cache_dir() / folder_name(n) for n in ("golang-1.19-src", "libboost1.74-dev"))
 ROOTS = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["stdlib"])]

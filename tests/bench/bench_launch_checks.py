@@ -1,6 +1,6 @@
 """How long the launch's data checks take on indexes the size of the 90B-token corpus.
 
-    python tests/bench/bench_launch_checks.py [--sequences 1e6 1e7 3e7]
+    python -m tests.bench.bench_launch_checks [--sequences 1e6 1e7 3e7]
 
 Writes one dataset per size (document lengths drawn from the token counts of real stdlib
 files, tokenized with the offline default tokenizer; the `.bin` is a sparse file of the

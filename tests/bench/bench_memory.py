@@ -1,6 +1,6 @@
 """Peak memory per worker as the input grows 10x (it should stay flat).
 
-    python tests/bench/bench_memory.py [--scale 10] [--base 4] [--manifest manifests/demo.yaml]
+    python -m tests.bench.bench_memory [--scale 10] [--base 4] [--manifest manifests/demo.yaml]
                                        [--scale-partitions] [--task-log DIR]
 
 Builds a corpus of real standard-library files (the base), and one `--scale` times
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
+from tests.runs import drop_orphan_stages
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from runs import drop_orphan_stages  # noqa: E402
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PACKAGES = ("email", "json", "http", "logging", "xml", "urllib", "asyncio", "unittest",

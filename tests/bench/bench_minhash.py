@@ -1,7 +1,7 @@
 """MinHash signature throughput: ours (numba kernels; numpy fallback) vs datasketch's
 MinHash.update_batch.
 
-Run by hand (not collected by pytest):  python tests/bench/bench_minhash.py [MB] [rounds]
+Run by hand (not collected by pytest):  python -m tests.bench.bench_minhash [MB] [rounds]
 
 What is timed, on the same real documents (standard-library .py files), the same
 shingles (5 code tokens), 256 permutations and seed, in this one process (one core):

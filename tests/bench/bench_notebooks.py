@@ -1,7 +1,7 @@
 """Throughput of the notebooks stage on real notebooks, one process (CPU seconds).
 
 Run by hand (not collected by pytest):
-    python tests/bench/bench_notebooks.py [--rounds 3]
+    python -m tests.bench.bench_notebooks [--rounds 3]
 The notebooks are the notebook fixtures of tests/fixtures/fetch.py (Debian doc packages,
 nbconvert's and nbformat's test notebooks; fetched once into the fixture cache).
 """
@@ -9,17 +9,12 @@ nbconvert's and nbformat's test notebooks; fetched once into the fixture cache).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fixtures import real_notebooks  # noqa: E402
-
-from lemur_data.stages.base import ShardContext  # noqa: E402
-from lemur_data.stages.notebooks import Notebooks, NotebooksParams  # noqa: E402
-from lemur_data.stages.storage import documents_table  # noqa: E402
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.notebooks import Notebooks, NotebooksParams
+from lemur_data.stages.storage import documents_table
+from tests.fixtures import real_notebooks
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ slice) and the reader's `batches` (iter_batches of `batch_rows`, stopping at the
 last row). Prints peak pyarrow pool memory, peak RSS (VmHWM) and seconds, for the first, middle
 and last unit.
 
-    python tests/bench/bench_parquet_read.py [--copies 3] [--max-docs 500]
+    python -m tests.bench.bench_parquet_read [--copies 3] [--max-docs 500]
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def main() -> None:
                       (rows - 1) // args.max_docs * args.max_docs):
             count = min(args.max_docs, rows - start)
             for variant in ("whole-group", "batches"):
-                out = subprocess.run([sys.executable, __file__, "--child", variant, str(path),
+                out = subprocess.run([sys.executable, "-m", "tests.bench.bench_parquet_read",
+                                      "--child", variant, str(path),
                                       str(start), str(count), str(args.batch_rows)],
                                      check=True, capture_output=True, text=True).stdout
                 got = json.loads(out)

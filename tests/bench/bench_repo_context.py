@@ -1,7 +1,7 @@
 """Throughput of `repo_context` on the demo's site-packages source, one process.
 
 Run by hand (not collected by pytest):
-    python tests/bench/bench_repo_context.py [--order dependencies]
+    python -m tests.bench.bench_repo_context [--order dependencies]
 Reads the demo's site-packages files (each top-level package a repository) with the
 tree reader into shards of 2000 documents, then times the stage's three steps (group
 per shard, build per partition, the applier per shard) in this one process: MB/s per

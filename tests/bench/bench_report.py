@@ -3,7 +3,7 @@
 The profile is read back from the run's shards here (`profile_output`); a build gets
 the same figures from its last step's tasks and only merges them.
 
-    python tests/bench/bench_report.py RUN_DIR [RUN_DIR ...]
+    python -m tests.bench.bench_report RUN_DIR [RUN_DIR ...]
 
 Rewrites the run's plots/, report.html and README.md (same bytes: they are deterministic).
 """

@@ -1,6 +1,6 @@
 """Syntax stage throughput against raw `Parser.parse` on the same bytes.
 
-    python tests/bench/bench_syntax.py [--repeat 5] [--languages PHP TSX ...] [--validation]
+    python -m tests.bench.bench_syntax [--repeat 5] [--languages PHP TSX ...] [--validation]
 
 Documents: the calibration files of every language (tests/calibration/files), or with
 `--validation` the validation half (tests/calibration/validation/, 11 languages).
@@ -15,21 +15,16 @@ is shared).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import pyarrow.compute as pc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "calibration"))
-import corpus  # noqa: E402
-import validation  # noqa: E402
-
-from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
-from lemur_data.stages.base import ShardContext  # noqa: E402
-from lemur_data.stages.storage import documents_table  # noqa: E402
-from lemur_data.stages.syntax import Syntax, SyntaxParams  # noqa: E402
+from lemur_data.filters.syntax import check as syntax_check
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.storage import documents_table
+from lemur_data.stages.syntax import Syntax, SyntaxParams
+from tests.calibration import corpus, validation
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Tokenize-stage time against the raw tokenizer's batch encode of the same documents.
 
-Run by hand: `python tests/bench/bench_tokenize.py [MB]` (default 8 MB of the
+Run by hand: `python -m tests.bench.bench_tokenize [MB]` (default 8 MB of the
 standard library's Python source). Target: the stage within 1.25x of the raw
 encode (the stage adds EOS, builds the Arrow list column and the counts).
 """

@@ -1,7 +1,7 @@
 """Calibrate decontamination thresholds on one half, report on the other.
 
 Run by hand (not collected by pytest):
-    python tests/bench/calibrate_decontam.py [--every N]
+    python -m tests.bench.calibrate_decontam [--every N]
 Benchmark items are split in two: HumanEval and GSM8K by row parity, MBPP by task id
 parity, MMLU by subject (alternate subjects). The background (nothing planted: every hit is a false
 positive) is site-packages split by package (alternate top-level packages), every N-th
@@ -18,20 +18,18 @@ import sys
 import sysconfig
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import test_decontaminate as t  # noqa: E402
-
-from lemur_data.filters.decontaminate import BenchmarkMatcher, short_keys, words  # noqa: E402
-from lemur_data.stages.decontaminate.background import (  # noqa: E402
+from lemur_data.filters.decontaminate import BenchmarkMatcher, short_keys, words
+from lemur_data.stages.decontaminate.background import (
     common_snippets,
     default_roots,
 )
-from lemur_data.stages.decontaminate.benchmarks import (  # noqa: E402
+from lemur_data.stages.decontaminate.benchmarks import (
     BENCHMARKS,
     load_benchmark,
     package_file,
     read_rows,
 )
+from tests import test_decontaminate as t
 
 SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".c", ".h", ".js"}
 

@@ -1,6 +1,6 @@
 """Kill the driver with SIGKILL at random points, resume, and compare with a clean run.
 
-    python tests/bench/kill_trials.py [--manifest manifests/demo.yaml] [--trials 5] [--seed 0]
+    python -m tests.bench.kill_trials [--manifest manifests/demo.yaml] [--trials 5] [--seed 0]
 
 Each trial starts `lemur-data build`, SIGKILLs it after a random delay within the
 clean run's duration, reruns the same command to resume, and checks that every

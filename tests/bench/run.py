@@ -1,6 +1,6 @@
 """lemur-data against datatrove, side by side, on the same documents and cores.
 
-    python tests/bench/run.py [--corpus PATH] [--mb N] [--out FILE] [--peer-scaling] [--extra]
+    python -m tests.bench.run [--corpus PATH] [--mb N] [--out FILE] [--peer-scaling] [--extra]
 
 Input: a fixed-size sample (default 50 MB) of what manifests/demo.yaml reads (the
 Python installation's code and prose), or `--corpus` (a folder tree, jsonl or
@@ -294,12 +294,10 @@ def prepare(work: Path, corpus: str | None, limit: float | None) -> None:
     """In a child process: the jsonl corpus, the tokenizer.json, LSH shape, model path."""
     import importlib.resources
 
-    sys.path.insert(0, str(BENCH))
-    from peer_corpus import build_corpus
-    from spm_json import agreement, convert
-
     from lemur_data.filters.langid.text import default_model_path
     from lemur_data.stages.minhash.params import MinHashParams
+    from tests.bench.peer_corpus import build_corpus
+    from tests.bench.spm_json import agreement, convert
 
     shutil.rmtree(work / "corpus", ignore_errors=True)
     mb = build_corpus(work / "corpus", corpus, limit, FILES)
@@ -338,8 +336,8 @@ def main() -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-peers-"))
     load_before = os.getloadavg()[0]
     print(f"load average {load_before:.2f}; building the corpus in {work}", file=sys.stderr)
-    subprocess.run([sys.executable, __file__, "--prepare", json.dumps([str(work), args.corpus,
-                                                                       limit])], check=True)
+    subprocess.run([sys.executable, "-m", "tests.bench.run", "--prepare",
+                    json.dumps([str(work), args.corpus, limit])], check=True)
     prepared = json.loads((work / "prepared.json").read_text())
     mb, docs, tok_agree = prepared["mb"], prepared["docs"], prepared["tokenizer_agreement"]
     manifest = work / "manifest.yaml"
@@ -367,7 +365,7 @@ def main() -> int:
         extra_manifest = work / "manifest-extra.yaml"
         extra_manifest.write_text(yaml.safe_dump(our_manifest(work / "corpus", extra=True)))
         extra = run_ours(extra_manifest, work / "ours-extra", 2)
-    text = (f"lemur-data vs datatrove, {date.today().isoformat()}: `python tests/bench/run.py"
+    text = (f"lemur-data vs datatrove, {date.today().isoformat()}: `python -m tests.bench.run"
             + (f" --corpus {args.corpus}" if args.corpus else "")
             + (f" --mb {args.mb:g}" if args.mb is not None else "")
             + (f" --rounds {args.rounds}" if args.rounds != 2 else "")

@@ -20,18 +20,16 @@ import bisect
 import functools
 import os
 import random
-import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from lemur_data.filters.langid.code import detect_code_language
+from tests.fixtures import resolve
 
 HERE = Path(__file__).resolve().parent
 LISTS = HERE / "files"
-sys.path.insert(0, str(HERE.parent))
-from fixtures import resolve  # noqa: E402
 
 MIN_BYTES, MAX_BYTES = 200, 256 * 1024
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from corpus import pairs_and_brackets
+from tests.calibration.corpus import pairs_and_brackets
 
 KINDS = ("dedent_block", "cut_after_header", "cut_in_text", "drop_inner_closer",
          "lose_php_open")

@@ -1,6 +1,6 @@
 """Measure the syntax check on the listed real files and their damaged copies.
 
-    python tests/calibration/measure.py [--limit N] [--out results.jsonl] [--table]
+    python -m tests.calibration.measure [--limit N] [--out results.jsonl] [--table]
 
 For each file: the report on the original, and on each damaged copy (cut
 mid-file, 10% of lines deleted, one bracket token removed). `--table` prints
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import DAMAGES, LANGUAGES, damaged, listed, read  # noqa: E402
-from oracle import for_file  # noqa: E402
-
-from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
+from lemur_data.filters.syntax import check as syntax_check
+from tests.calibration.corpus import DAMAGES, LANGUAGES, damaged, listed, read
+from tests.calibration.oracle import for_file
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixtures.fetch import cache_dir, folder_name, is_fetched  # noqa: E402
+from tests.fixtures.fetch import cache_dir, folder_name, is_fetched
 
 
 def tool(name: str, path: str) -> Path:

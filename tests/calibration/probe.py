@@ -1,6 +1,6 @@
 """A probe on code no list holds: random packages, drawn fresh by seed, never tuned on.
 
-    python tests/calibration/probe.py [--seed 20261201] [--into /tmp/lemur-probe]
+    python -m tests.calibration.probe [--seed 20261201] [--into /tmp/lemur-probe]
 
 The validation half (validation.py) is measured after every change, so it is tuned on
 a little each time. A probe draws packages that no fixture of tests/fixtures/fetch.py
@@ -26,15 +26,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import corpus  # noqa: E402
-import validation  # noqa: E402
-from fixtures.fetch import DEBIAN, NPM, ORACLE_DEBIAN, Apt, cache_dir, unpack_deb  # noqa: E402
-
-from lemur_data.filters.langid.code import detect_code_language  # noqa: E402
-from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
-from lemur_data.stages.syntax import SyntaxParams  # noqa: E402
+from lemur_data.filters.langid.code import detect_code_language
+from lemur_data.filters.syntax import check as syntax_check
+from lemur_data.stages.syntax import SyntaxParams
+from tests.calibration import corpus, validation
+from tests.fixtures.fetch import DEBIAN, NPM, ORACLE_DEBIAN, Apt, cache_dir, unpack_deb
 
 # Debian package groups (how many to draw from each): source-shipping kinds, and
 # packages of the sections where shell scripts live.

@@ -3,18 +3,15 @@
 Deterministic: candidates are sorted, then sampled with a fixed seed, so the
 same fixtures (tests/fixtures/fetch.py) give the same lists on any machine.
 Rerun after changing ROOTS in corpus.py or a fixture's version:
-    python tests/fixtures/fetch.py && python tests/calibration/sample_files.py
+    python tests/fixtures/fetch.py && python -m tests.calibration.sample_files
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import LANGUAGES, LISTS, ROOTS, candidates, list_path  # noqa: E402
+from tests.calibration.corpus import LANGUAGES, LISTS, ROOTS, candidates, list_path
 
 SEED = 20261130
 

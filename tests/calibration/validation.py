@@ -1,8 +1,8 @@
 """A validation set kept apart from calibration, split by package, and its measure.
 
-    python tests/calibration/validation.py list [LANGUAGE ...]     # validation/<Language>.txt
-    python tests/calibration/validation.py label [LANGUAGE ...]    # oracle labels, stored
-    python tests/calibration/validation.py measure [LANGUAGE ...]  # the docs/stages.md table
+    python -m tests.calibration.validation list [LANGUAGE ...]     # validation/<Language>.txt
+    python -m tests.calibration.validation label [LANGUAGE ...]    # oracle labels, stored
+    python -m tests.calibration.validation measure [LANGUAGE ...]  # the docs/stages.md table
 
 Files come from the packages of tests/fixtures/fetch.py (one folder per package in
 the fixtures cache; npm's node_modules split per module; Go's and the JDK's
@@ -26,14 +26,10 @@ import zipfile
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus  # noqa: E402
-import damage  # noqa: E402
-import oracle  # noqa: E402
-from fixtures.fetch import cache_dir, folder_name, names  # noqa: E402
-
-from lemur_data.filters.langid.code import detect_code_language  # noqa: E402
-from lemur_data.filters.syntax import check as syntax_check  # noqa: E402
+from lemur_data.filters.langid.code import detect_code_language
+from lemur_data.filters.syntax import check as syntax_check
+from tests.calibration import corpus, damage, oracle
+from tests.fixtures.fetch import cache_dir, folder_name, names
 
 HERE = Path(__file__).resolve().parent / "validation"
 FIXTURES = cache_dir()

@@ -1,6 +1,6 @@
 """Regenerate pipeline/launch/megatron_flags.txt from Megatron-LM checkouts (by hand).
 
-    python tests/tools/megatron_flags.py ~/Megatron-LM-core_v0.16.1 ~/Megatron-LM-main \
+    python -m tests.tools.megatron_flags ~/Megatron-LM-core_v0.16.1 ~/Megatron-LM-main \
         > pipeline/launch/megatron_flags.txt
 
 Loads each checkout's own argparse parser (megatron.training.arguments), which imports
@@ -32,7 +32,7 @@ def main(roots: list[str]) -> None:
     print("# (megatron.training.arguments.add_megatron_arguments) in ALL of: "
           + ", ".join(describe(r) for r in roots))
     print("# Format: flag, then `switch` (takes no value) or `value`.")
-    print("# Regenerate (in an env with torch + triton): python tests/tools/megatron_flags.py "
+    print("# Regenerate (in an env with torch + triton): python -m tests.tools.megatron_flags "
           "CHECKOUT... > pipeline/launch/megatron_flags.txt")
     for flag, kind in sorted(common or ()):
         print(f"{flag} {kind}")
