@@ -203,7 +203,7 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
     text, bad_utf8 = decode_text(raw)
     lang = source.lang
     if lang is None and source.kind == "code":
-        lang = detect_code_language(rel, head, raw[-2048:])  # tail: a closing modeline
+        lang = detect_code_language(rel, raw)
     rows.add(rel, text, "invalid_utf8" if bad_utf8 else None, bad_utf8, path=rel, lang=lang,
              **fields)
 
