@@ -12,10 +12,10 @@ import pyarrow as pa
 
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
-    SourceInfo,
 )
 
 
@@ -36,12 +36,8 @@ class HFDatasetParams(ReaderParams):
     """Open `path` with `datasets.load_from_disk` (a dataset saved by save_to_disk)."""
 
 
-class HFDatasetReader:
+class HFDatasetReader(Reader[HFDatasetParams]):
     Params = HFDatasetParams
-
-    def __init__(self, params: HFDatasetParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def _load(self) -> Any:
         try:
@@ -61,7 +57,7 @@ class HFDatasetReader:
                 if p.streaming:
                     return dataset
         except Exception as error:  # noqa: BLE001 - network, missing files, bad builder
-            raise ReaderError(f"source {self.source.name!r}: cannot open dataset "
+            raise ReaderError(f"{self.where}: cannot open dataset "
                               f"{p.path!r} split {p.split!r}: {error}") from error
         # A map-style dataset sits in local arrow files: shards of 10k rows read lazily.
         return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))
