@@ -14,10 +14,10 @@ from pydantic import model_validator
 
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
-    SourceInfo,
 )
 
 
@@ -74,12 +74,8 @@ class HFDatasetParams(ReaderParams):
         return self
 
 
-class HFDatasetReader:
+class HFDatasetReader(Reader[HFDatasetParams]):
     Params = HFDatasetParams
-
-    def __init__(self, params: HFDatasetParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def _load(self) -> Any:
         try:
@@ -101,9 +97,9 @@ class HFDatasetReader:
         except Exception as error:  # noqa: BLE001 - network, missing files, bad builder
             if _SCRIPT_REFUSED in str(error):
                 script = str(error).rsplit(" ", 1)[-1]
-                raise LoadingScriptError(f"source {self.source.name!r}: " + script_message(
+                raise LoadingScriptError(f"{self.where}: " + script_message(
                     p.path, p.name, p.split, script)) from None
-            raise ReaderError(f"source {self.source.name!r}: cannot open dataset "
+            raise ReaderError(f"{self.where}: cannot open dataset "
                               f"{p.path!r} split {p.split!r}: {error}") from error
         # A map-style dataset sits in local arrow files: shards of 10k rows read lazily.
         return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))
