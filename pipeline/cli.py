@@ -127,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return _card(args.run_dir, console)
     if args.command == "index":
@@ -168,6 +168,7 @@ def default_run_dir(manifest: Manifest) -> str:
 
 def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     from ..stages.ingest import plan_units
+    from ..stages.readers.hf_dataset import LoadingScriptError
     from .estimate import estimate, nodes_for_a_day, read_fractions
     from .planner import plan_run
 
@@ -182,6 +183,10 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         try:
             units[source.name] = plan_units(source.reader, source.info(),
                                             manifest.shard.max_docs, int(manifest.shard.max_bytes))
+        except LoadingScriptError as error:  # a manifest to change, not an offline guess
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
+                                                       highlight=False)
+            return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
             units[source.name] = []
             hint = int(source.size_hint or 0)

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ..stages import storage
 from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from ..stages.ingest import read_unit
-from ..stages.readers.common import InputUnit, SourceInfo
+from ..stages.readers.common import InputUnit, ReaderParams, SourceInfo
 from .profile import shard_profile
 from .sample import sample_filter
 
@@ -27,7 +27,7 @@ _BUILT: dict[str, DocumentStage] = {}
 
 @dataclass(frozen=True)
 class IngestInput:
-    reader: Any
+    reader: ReaderParams  # the source's validated `reader:` parameters
     source: SourceInfo
     unit: InputUnit
 
