@@ -147,9 +147,29 @@ class Manifest(Strict):
     mixture: MixtureSpec | None = None
     output: OutputSpec | None = None
     train: TrainSpec | None = None
+    sample: int | float | None = None
+    """A seeded sample of every source for tuning (pipeline/sample.py): a fraction
+    (0 < F < 1) of each source's bytes, or N documents per source. Not for training."""
     _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
     """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
     published files write back in place of the value (pipeline/publish/public.py)."""
+
+    @field_validator("sample")
+    @classmethod
+    def _sample(cls, value: int | float | None) -> int | float | None:
+        from .sample import check_sample
+
+        return None if value is None else check_sample(value)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sample(self, handler: SerializerFunctionWrapHandler,
+                              info: SerializationInfo) -> dict[str, Any]:
+        # A full run has no `sample` key: its fingerprint and manifest.json stay what
+        # they were before samples existed.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("sample", 0) is None:
+            data.pop("sample")
+        return data
 
     @property
     def expansions(self) -> dict[str, str]:

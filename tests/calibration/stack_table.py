@@ -1,14 +1,10 @@
-"""Programming language of a file from its modeline, name, shebang, extension, content.
+"""The hand-written language table lemur-data used before go-enry, kept for the tests.
 
-In go-enry / linguist order, first answer wins: an editor modeline (Emacs
-`-*- mode -*-`, Vim `vim: ft=` / `ex: filetype=`, in the first or last 5 lines),
-the exact file name (Makefile, Gemfile, .bashrc), the extension with content
-heuristics for ambiguous extensions (`.h`, `.ts`, `.m`, `.pl`, `.inc`), the `#!`
-interpreter (`env`, `env -S`, versioned names). (Linguist asks the shebang before
-the extension; see detect_code_language for why we do not.) Extensionless scripts without a shebang
-(Debian's bash-completion scripts) state their language only in a modeline. Names
-follow The Stack's language names so that a source's own `lang` column and our
-detection agree.
+`EXTENSIONS` states a file's language the way The Stack labels by extension, without
+asking the detector under test (validation.stated_language); `detect_code_language`
+is the old detector, which tests/bench/bench_filters.py times beside go-enry. Its
+order: modeline, file name, extension (content heuristics for `.h`, `.ts`, `.m`,
+`.pl`, `.inc`), shebang.
 """
 
 from __future__ import annotations
