@@ -274,4 +274,4 @@ def test_a_language_without_a_jupytext_script_keeps_its_language(notebooks) -> N
     assert result.table.column("lang").to_pylist() == ["Kotlin", "q"]
     kotlin = result.table.column("text")[0].as_py()
     assert "function foobar(x)" in kotlin and "# %%" not in kotlin
-    assert result.table.column("text")[1].as_py().startswith("# %%")  # jupytext writes q
+    assert result.table.column("text")[1].as_py().startswith("/ %%")  # jupytext writes q
