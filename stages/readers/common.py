@@ -186,6 +186,31 @@ def expand_paths(patterns: list[str], what: str) -> list[tuple[str, str]]:
     return sorted(found.items())
 
 
+def stamp(path: str) -> list[Any]:
+    """[size, modification time] of a file as its file system reports them (an object
+    store's ETag when it has no time): what a resumed run compares to know the file is
+    the one the run first listed (pipeline/listing.py). A missing file is [None, None]."""
+    if "://" not in path:
+        try:
+            info = os.stat(path)
+        except OSError:
+            try:
+                info = os.lstat(path)  # a dangling symlink: the link itself
+            except OSError:
+                return [None, None]
+        return [info.st_size, info.st_mtime_ns]
+    from fsspec.core import url_to_fs
+
+    fs, bare = url_to_fs(path)
+    try:
+        found = fs.info(bare)
+    except (OSError, ValueError):
+        return [None, None]
+    when = next((found[k] for k in ("mtime", "LastModified", "last_modified", "updated",
+                                    "ETag", "etag", "blob_id") if found.get(k)), None)
+    return [found.get("size"), str(when) if when is not None else None]
+
+
 def file_size(path: str) -> int:
     from fsspec.core import url_to_fs
 
