@@ -35,6 +35,7 @@ from pydantic import (
     model_serializer,
 )
 
+from ..filters.langid import code as code_detector
 from ..stages.base import StageParams
 from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
@@ -146,9 +147,29 @@ class Manifest(Strict):
     mixture: MixtureSpec | None = None
     output: OutputSpec | None = None
     train: TrainSpec | None = None
+    sample: int | float | None = None
+    """A seeded sample of every source for tuning (pipeline/sample.py): a fraction
+    (0 < F < 1) of each source's bytes, or N documents per source. Not for training."""
     _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
     """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
     published files write back in place of the value (pipeline/publish/public.py)."""
+
+    @field_validator("sample")
+    @classmethod
+    def _sample(cls, value: int | float | None) -> int | float | None:
+        from .sample import check_sample
+
+        return None if value is None else check_sample(value)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sample(self, handler: SerializerFunctionWrapHandler,
+                              info: SerializationInfo) -> dict[str, Any]:
+        # A full run has no `sample` key: its fingerprint and manifest.json stay what
+        # they were before samples existed.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("sample", 0) is None:
+            data.pop("sample")
+        return data
 
     @property
     def expansions(self) -> dict[str, str]:
@@ -175,12 +196,20 @@ class Manifest(Strict):
         """The last document step tokenizes (asked for, or needed to pack)."""
         return self.tokenizer is not None or self.packs
 
+    @property
+    def detects_code_language(self) -> bool:
+        """A code source without a fixed `lang`: go-enry labels its documents."""
+        return any(s.kind == "code" and s.lang is None for s in self.sources)
+
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (used to refuse mixing runs).
 
         `train:` decides only launch/train.sh, rewritten at every build's end: changing it
         must not refuse the run folder."""
-        canonical = json.dumps(self.model_dump(mode="json", exclude={"train"}), sort_keys=True)
+        dumped = self.model_dump(mode="json", exclude={"train"})
+        if self.detects_code_language:  # go-enry's version decides code labels too
+            dumped["code_language_detector"] = code_detector.available() or code_detector.detector()
+        canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -317,6 +346,10 @@ def _check_references(manifest: Manifest) -> list[str]:
                 if source not in names:
                     problems.append(f"stages[{i}].{stage_name}.sources: no source named "
                                     f"{source!r} (sources are {names})")
+    missing = code_detector.available() if manifest.detects_code_language else None
+    if missing:
+        code = [s.name for s in manifest.sources if s.kind == "code" and s.lang is None]
+        problems.append(f"sources {code}: {missing}")
     if manifest.train and not manifest.packs:
         problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:
