@@ -68,6 +68,9 @@ class JsonlReader(Reader[JsonlParams]):
                                        bytes_hint=size // parts))
         return units
 
+    def files(self, unit: InputUnit) -> list[str]:
+        return [unit.payload["path"]]
+
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
         start, end = unit.payload.get("start", 0), unit.payload.get("end")

@@ -77,6 +77,9 @@ class ParquetReader(Reader[ParquetParams]):
         payload = {"path": path, "rel": rel, "start": start, "count": count, "bad": bad}
         return InputUnit(self.source.name, index, payload, count, size)
 
+    def files(self, unit: InputUnit) -> list[str]:
+        return [unit.payload["path"]]
+
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
         if unit.payload["bad"] is not None:
