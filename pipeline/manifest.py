@@ -42,6 +42,7 @@ from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
 from ..stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.user_file import MiB, UserFileError, read_user_file
 from .launch.plan import TrainConfig
 
 
@@ -213,6 +214,11 @@ class Manifest(Strict):
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+# A manifest is a few KB; these bound what a hostile file can cost before it is refused.
+MAX_MANIFEST_BYTES = 4 * MiB
+MAX_YAML_NODES = 100_000
+
+
 @dataclass(frozen=True)
 class StageSpec:
     name: str
@@ -223,22 +229,76 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
     try:
-        text = Path(path).read_text()
-        duplicates = _duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader))
+        text = read_user_file(path, what="manifest", max_bytes=MAX_MANIFEST_BYTES).decode()
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_expansion(root)  # before anything walks the tree with aliases expanded
+        duplicates = _duplicate_keys(root)
         raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ManifestError(where, ["file not found"]) from None
     except IsADirectoryError:
         raise ManifestError(where, ["is a folder; give the manifest's YAML file"]) from None
+    except UserFileError as error:
+        raise ManifestError(where, [str(error).removeprefix(f"{where}: ")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ManifestError(where, [f"cannot be read: {error}"]) from None
     except yaml.YAMLError as error:
         raise ManifestError(where, [f"not valid YAML: {error}"]) from None
+    except RecursionError:
+        raise ManifestError(where, ["nested too deeply to be a manifest"]) from None
+    except _ExpansionError as error:
+        raise ManifestError(where, [str(error)]) from None
     if duplicates:
         raise ManifestError(where, duplicates)
     if not isinstance(raw, dict):
         raise ManifestError(where, ["top level must be a mapping of keys (name, sources, ...)"])
     return parse_manifest(raw, where, Path(path).resolve().parent)
+
+
+class _ExpansionError(ValueError):
+    pass
+
+
+def _check_expansion(root: yaml.Node | None) -> None:
+    """Refuse YAML whose aliases expand past MAX_YAML_NODES nodes, or refer to themselves.
+
+    Composing keeps an alias as a shared node, so a 525-byte "billion laughs" composes at
+    once; every walk of the loaded value (duplicate keys, placeholders, validation) then
+    visits each alias again, exponentially. The expanded size is counted here in linear
+    time (each distinct node once, its size remembered)."""
+    if root is None:
+        return
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            size[key] = 1 + sum(size[id(child)] for child in _children(node))
+            if size[key] > MAX_YAML_NODES:
+                raise _ExpansionError(
+                    f"YAML aliases expand to more than {MAX_YAML_NODES} values (line "
+                    f"{node.start_mark.line + 1}); a manifest needs far fewer: write the "
+                    "values out or use fewer nested aliases")
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise _ExpansionError(f"a YAML alias refers to a value that holds it (line "
+                                  f"{node.start_mark.line + 1}); a manifest cannot be recursive")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _duplicate_keys(node: yaml.Node | None, path: str = "") -> list[str]:
