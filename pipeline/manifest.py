@@ -40,7 +40,7 @@ from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
-from ..stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.tokenize.tokenizer import TokenizerConfig, engine_versions
 from .launch.plan import TrainConfig
 
 
@@ -179,8 +179,12 @@ class Manifest(Strict):
         """Hash of everything that decides the output (used to refuse mixing runs).
 
         `train:` decides only launch/train.sh, rewritten at every build's end: changing it
-        must not refuse the run folder."""
-        canonical = json.dumps(self.model_dump(mode="json", exclude={"train"}), sort_keys=True)
+        must not refuse the run folder. A tokenizing run also holds the versions of the
+        encoders (stages/tokenize/backends.py)."""
+        data = self.model_dump(mode="json", exclude={"train"})
+        if self.tokenizes:  # ids are the reference's whichever encodes; a new version may not be
+            data["tokenizer_engines"] = engine_versions()
+        canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
