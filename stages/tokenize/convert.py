@@ -23,11 +23,12 @@ NORMAL, USER_DEFINED, UNUSED = 1, 4, 5
 BPE = 2
 
 
-def load_proto(path: str) -> Any:
+def load_proto(model: bytes | str) -> Any:
+    """The ModelProto of a SentencePiece model's bytes (or of the file at a path)."""
     from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
     proto = model_pb2.ModelProto()
-    proto.ParseFromString(Path(path).read_bytes())
+    proto.ParseFromString(model if isinstance(model, bytes) else Path(model).read_bytes())
     return proto
 
 
