@@ -19,6 +19,7 @@ from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from ..stages.ingest import read_unit
 from ..stages.readers.common import InputUnit, ReaderParams, SourceInfo
 from .profile import shard_profile
+from .sample import sample_filter
 
 # Stage instances built in this worker process, reused across shards.
 _BUILT: dict[str, DocumentStage] = {}
@@ -47,7 +48,8 @@ class FusedShardTask:
         removed: list[pa.Table] = []
         counts: list[dict[str, Any]] = []
         if isinstance(self.input, IngestInput):
-            read = read_unit(self.input.reader, self.input.source, self.input.unit)
+            unit = self.input.unit
+            read = sample_filter(read_unit(self.input.reader, self.input.source, unit), unit)
             docs = read.drop_columns(["reason", "detail"])
             docs = _account("ingest", docs, read.column("reason"), read.column("detail"),
                             removed, counts)
@@ -62,6 +64,9 @@ class FusedShardTask:
         storage.write_parquet_atomic(self.out_path, docs)
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
         summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+        facts = {s.name: f for s in map(_built, self.stages) if (f := s.run_facts())}
+        if facts:
+            summary["facts"] = facts
         if self.profile:
             summary["profile"] = shard_profile(docs)
         return summary

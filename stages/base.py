@@ -148,6 +148,16 @@ class DocumentStage(ABC, Generic[P]):
         """Columns this stage adds, so documents it does not see get nulls."""
         return []
 
+    def summary(self) -> dict[str, Any]:
+        """Figures for stats.json beside the counts (the card's figure table), computed
+        in the driver once the run's shards are done: e.g. which list `optout` used."""
+        return {}
+
+    def run_facts(self) -> dict[str, Any]:
+        """How the built instance works, for the stage's entry in stats.json (the same
+        on every worker, e.g. which encoder tokenized); {} for most stages."""
+        return {}
+
 
 class DecisionsApplier(DocumentStage[P]):
     """The document step of a global stage: applies the decisions its phases wrote to

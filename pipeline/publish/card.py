@@ -112,13 +112,20 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         if isinstance(where, list):
             where = ", ".join(where[:3]) + (" ..." if len(where) > 3 else "")
         name = source["name"]
-        rows.append([name, source["kind"], reader["type"], f"`{where}`",
+        taken = reader.get("where")  # rows outside the filter are not this source's input
+        where = f"`{where}`" + (f" where `{taken['field']}` in `{taken['in']}`" if taken else "")
+        rows.append([name, source["kind"], reader["type"], where,
                      source.get("lang") or "detected", reader.get("license") or "per document",
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
                      tokens.get(name, "-")])
-    return _md_table(["source", "kind", "reader", "from", "language", "declared license",
-                      "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    table = _md_table(["source", "kind", "reader", "from", "language", "declared license",
+                       "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    detector = stats.get("code_language_detector")
+    if detector:  # "detected": by this detector, in linguist's names
+        table += (f"\n\nCode language where a source states none: {detector}, in "
+                  "linguist's names (The Stack's).")
+    return table
 
 
 def _read(stats: dict[str, Any]) -> str:
@@ -179,6 +186,18 @@ def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def _encoder_text(stats: dict[str, Any]) -> str:
+    """What encoded: a stage's recorded `encoder` (its run_facts), if any."""
+    for stage in stats.get("stages", []):
+        encoder = stage.get("encoder")
+        if encoder:
+            if encoder.get("note"):
+                return f" Encoded by {encoder['engine']}, the reference ({encoder['note']})."
+            return (f" Encoded by {encoder['engine']}, checked at load to give the ids of "
+                    f"{encoder['reference']}.")
+    return ""
+
+
 def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     mix, megatron = stats.get("mixture"), stats.get("megatron")
     parts = []
@@ -186,7 +205,8 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
         parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
                                        else "offline default (32k Llama-style SentencePiece)")
-                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
+                     + _encoder_text(stats))
     if mix:
         parts.append(_md_table(
             ["component", "weight", "target share", "realized share", "available tokens",
@@ -260,6 +280,14 @@ def _limitations(stats: dict[str, Any]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
+def sample_note(sample: dict[str, Any]) -> str:
+    """The warning a sampled run's card and report open with."""
+    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
+            else f"{sample['value']:,} documents per source")
+    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
+            "tune the manifest; its counts describe the sample, not the corpus.")
+
+
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
                 plots: list[str], include: Include = "parquet",
                 expansions: dict[str, str] | None = None) -> DatasetCard:
@@ -281,6 +309,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
 
     body = [
         f"# {data.pretty_name}",
+        *([sample_note(stats["sample"])] if stats.get("sample") else []),
         f"A code-intensive pretraining corpus curated by lemur-data {version} "
         f"from the manifest `{stats['manifest']}` (fingerprint `{stats['fingerprint']}`): "
         f"{output['docs']:,} documents, {output['bytes']:,} bytes of text"
