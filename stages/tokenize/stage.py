@@ -9,6 +9,7 @@ column is the same whichever worker encodes which shard.
 from __future__ import annotations
 
 from itertools import chain
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +32,10 @@ class TokenizeParams(StageParams):
 class Tokenize(DocumentStage[TokenizeParams]):
     name = "tokenize"
     Params = TokenizeParams
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return [f"{doc['tokens']:,} tokens (EOS included)"] if doc.get("tokens") else []
 
     def __init__(self, params: TokenizeParams) -> None:
         super().__init__(params)
