@@ -4,8 +4,9 @@ decisions: the types of the `explain` and `locate` hooks of the stage contract.
 - `explain(doc, entry, work) -> list[str]`: a few lines on what the stage decided about
   one document and why: its scores against the thresholds of `entry["params"]` (as
   stats.json has them; `entry["given"]`: as the manifest wrote them, where an explicit
-  null turns a rule off), the cluster it fell in, the document it joined. `doc` is the document as the stage left
-  it (every column; `reason` and `detail` when the stage removed it).
+  null turns a rule off), the cluster it fell in, the document it joined. `doc` is the
+  document as the stage left it (every column; `reason` and `detail` when the stage
+  removed it).
 - `locate(doc, entry) -> list[Span]`: where in `doc["text"]` the rule found what it
   acted on (a syntax error, a benchmark match, a redaction), for `inspect` to mark.
 

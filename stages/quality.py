@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..filters.quality import code_rules
 from .base import DocumentStage, ShardContext, StageParams, StageResult
-from .explain import number
+from .explain import Span, number
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
     from ..filters.quality.text_rules import TextRule
@@ -305,6 +305,18 @@ class Quality(DocumentStage[QualityParams]):
 
     def added_columns(self) -> list[pa.Field]:
         return _CODE_COLUMNS + _TEXT_COLUMNS
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+        """A code document removed for its longest line: that line."""
+        if doc.get("reason") != "quality:max_line_length":
+            return []
+        text, start, best = doc["text"], 0, (0, 0)
+        for line in text.split("\n"):
+            if len(line) > best[1] - best[0]:
+                best = (start, start + len(line))
+            start += len(line) + 1
+        return [Span(best[0], best[1], f"longest line ({best[1] - best[0]:,} characters)")]
 
     @classmethod
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:

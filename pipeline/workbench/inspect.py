@@ -99,7 +99,12 @@ def examples(run: RunFolder, rows: list[dict[str, Any]],
     for row in rows:
         doc = docs.get(row["id"])
         stage = stage_of(row.get("reason"))
-        spans = locations(stage, doc, stage_entry(run, stage)) if stage and doc else []
+        spans = []
+        if doc and stage:  # where the rule that removed it acted
+            spans = locations(stage, doc, stage_entry(run, stage))
+        elif doc:  # a kept document: where any stage changed or flagged it (redactions)
+            for entry in run.stats.get("stages") or []:
+                spans += locations(entry["name"], doc, entry)
         out.append(example(row, doc, spans, lines))
     return out
 
