@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "Rerunning the same command resumes a killed run.")
     build.add_argument("--run-dir", help="output folder, local or fsspec URL "
                                          "(default: runs/<manifest name>)")
+    build.add_argument("--relist", action="store_true",
+                       help="start the run over when its input listing changed since it "
+                            "began (files added, removed or modified); without it such a "
+                            "resume is refused, since it would mix both listings")
     build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
                                              "`ray start` runs on this node; default: "
                                              "RAY_ADDRESS, else start a local Ray here)")
@@ -315,9 +319,10 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     stopping = threading.Thread(target=_stop_ray, name="ray-shutdown")
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
-                       after_tasks=stopping.start)
+                       after_tasks=stopping.start, relist=args.relist)
     except (RunDirError, EarlierRunError) as error:
-        console.print(f"error: {error}", highlight=False)
+        # unwrapped: the paths it names stay whole, to copy and paste
+        console.print(f"error: {error}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print(f"interrupted: finished shards are kept in {run_dir}; rerun the same "

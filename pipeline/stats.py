@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from ..filters.langid import code as code_detector
 from ..stages.base import DocumentStage
 from ..stages.decontaminate.report import contamination
 from ..stages.registry import STAGES
@@ -152,6 +153,8 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
                    "dir": [s for s in plan.steps if s.kind == "documents"][-1].out_dir
                    .replace(run_dir.rstrip("/") + "/", "")},
         "stages": stages,
+        **({"code_language_detector": code_detector.detector()}
+           if manifest.detects_code_language else {}),
         "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
     }
     mix = global_summaries.get("mix")

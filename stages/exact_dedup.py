@@ -83,7 +83,8 @@ class HashShard:
 
     def __call__(self) -> dict[str, Any]:
         table = storage.read_parquet(self.shard_path,
-                                     ["id", "text", "stars", "license", "source", "kind"])
+                                     ["id", "text", "stars", "license", "license_type", "source",
+                                      "kind"])
         if self.scope is not None:
             table = table.filter(in_scope(table, self.scope))
         hashes = content_hashes(table.column("text"), self.normalize)
@@ -91,7 +92,8 @@ class HashShard:
             "hash": hashes,
             "id": table.column("id").to_pylist(),
             "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
-            "license_rank": license_ranks(table.column("license"), self.keep_order).to_pylist(),
+            "license_rank": license_ranks(table.column("license"), self.keep_order,
+                                          table.column("license_type")).to_pylist(),
         }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
                    "license_rank": pl.Int8})
         frame = frame.with_columns(hash_partition(pl.col("hash"), self.partitions).alias("part"))

@@ -16,21 +16,25 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters.licenses import CLASS_RANK, license_class
+from ..filters.licenses import CLASS_RANK, class_of
 
 KeepOrder = Literal["stars", "stack-v2"]
 
 
-def license_ranks(licenses: pa.Array | pa.ChunkedArray, order: KeepOrder) -> pa.Array:
+def license_ranks(licenses: pa.Array | pa.ChunkedArray, order: KeepOrder,
+                  license_types: pa.Array | pa.ChunkedArray | None = None) -> pa.Array:
+    """`license_types`: the input's own class per document (The Stack v2's
+    `license_type`), which stands where it is given."""
     if order == "stars":
         known = pc.fill_null(pc.not_equal(licenses, "unknown"), False)
         return pc.cast(known, pa.int8())
-    ranks: dict[str | None, int] = {}
+    ranks: dict[tuple[str | None, str | None], int] = {}
     values = []
-    for value in licenses.to_pylist():
-        if value not in ranks:
-            ranks[value] = CLASS_RANK[license_class(value)]
-        values.append(ranks[value])
+    types = license_types.to_pylist() if license_types is not None else [None] * len(licenses)
+    for value, given in zip(licenses.to_pylist(), types, strict=True):
+        if (value, given) not in ranks:
+            ranks[value, given] = CLASS_RANK[class_of(value, given)]
+        values.append(ranks[value, given])
     return pa.array(values, pa.int8())
 
 

@@ -20,6 +20,11 @@ preset defaults < manifest top level < preset's language entry < manifest's
 language entry. Reasons are rule names (`max_line_length`, `encoded_data`,
 `gopher_quality/gopher_short_doc`, `c4/curly_bracket`, ...); metric columns
 `q_*` are added for every document the stage sees.
+
+A code document whose input says it is generated or vendored (the `generated` and
+`vendor` columns, The Stack v2's `is_generated` / `is_vendor`) is removed as
+`generated` / `vendor` on that word; where the input says whether it is generated, the
+marker rule (`auto_generated`) is not run again.
 """
 
 from __future__ import annotations
@@ -103,6 +108,15 @@ class CodeThresholdTable:
         self._preset_langs = {k.lower(): v for k, v in preset.languages.items()}
         self._manifest_langs = {k.lower(): v.changes() for k, v in params.languages.items()}
         self._resolved: dict[str, code_rules.CodeThresholds] = {}
+        self._no_autogen: dict[str, code_rules.CodeThresholds] = {}
+
+    def without_autogen(self, lang: str | None) -> code_rules.CodeThresholds:
+        """`get(lang)` with the generated-file rule off (the input says already)."""
+        key = (lang or "").lower()
+        if key not in self._no_autogen:
+            self._no_autogen[key] = self.get(lang).updated({"autogen_markers": None,
+                                                            "autogen_paths": None})
+        return self._no_autogen[key]
 
     def get(self, lang: str | None) -> code_rules.CodeThresholds:
         key = (lang or "").lower()
@@ -380,7 +394,15 @@ class Quality(DocumentStage[QualityParams]):
         texts = docs.column("text").take(take)
         langs = docs.column("lang").take(take).to_pylist()
         paths = docs.column("path").take(take).to_pylist()
-        found, metrics = code_rules.evaluate(texts, [table.get(lang) for lang in langs], paths)
+        generated = _flags(docs, "generated", take)
+        vendor = _flags(docs, "vendor", take)
+        # Where the dataset says whether a file is generated (The Stack v2's is_generated,
+        # go-enry's verdict), that stands: the marker rule is not run again.
+        thresholds = [table.get(lang) if known is None else table.without_autogen(lang)
+                      for lang, known in zip(langs, generated, strict=True)]
+        found, metrics = code_rules.evaluate(texts, thresholds, paths)
+        found = ["generated" if g else "vendor" if v else f
+                 for f, g, v in zip(found, generated, vendor, strict=True)]
         names = {"q_lines": "lines", "q_max_line": "max_line_length",
                  "q_mean_line": "mean_line_length", "q_alpha_frac": "alpha_fraction",
                  "q_encoded_frac": "encoded_fraction"}
@@ -409,3 +431,11 @@ class Quality(DocumentStage[QualityParams]):
             if reason is None and after != text:
                 edited[i] = after
         return edited
+
+
+def _flags(docs: pa.Table, column: str, take: pa.Array) -> list[bool | None]:
+    """A dataset's own per-file flag (generated, vendor) for the rows `take` picks; all
+    None where the table has no such column (documents from before it existed)."""
+    if column not in docs.column_names:
+        return [None] * len(take)
+    return docs.column(column).take(take).to_pylist()

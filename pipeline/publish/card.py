@@ -117,8 +117,13 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
                      tokens.get(name, "-")])
-    return _md_table(["source", "kind", "reader", "from", "language", "declared license",
-                      "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    table = _md_table(["source", "kind", "reader", "from", "language", "declared license",
+                       "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    detector = stats.get("code_language_detector")
+    if detector:  # "detected": by this detector, in linguist's names
+        table += (f"\n\nCode language where a source states none: {detector}, in "
+                  "linguist's names (The Stack's).")
+    return table
 
 
 def _read(stats: dict[str, Any]) -> str:

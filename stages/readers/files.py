@@ -88,6 +88,10 @@ class TreeReader(Reader[TreeParams]):
                           len(chunk), sum(s for _, s, _ in chunk))
                 for i, chunk in enumerate(chunks)]
 
+    def files(self, unit: InputUnit) -> list[str]:
+        """The files the unit reads (pipeline/listing.py stamps them)."""
+        return [os.path.join(unit.payload["root"], rel) for rel, _, _ in unit.payload["files"]]
+
     def _licenses(self, root: str, repos: list[str]) -> dict[str, str | None]:
         if self.params.license is not None:
             return {repo: self.params.license for repo in repos}
@@ -169,6 +173,9 @@ class FilesReader(Reader[FilesParams]):
         return [InputUnit(self.source.name, i, {"files": chunk}, len(chunk),
                           sum(s for _, s in chunk)) for i, chunk in enumerate(chunks)]
 
+    def files(self, unit: InputUnit) -> list[str]:
+        return [path for (path, _), _ in unit.payload["files"]]
+
     def read(self, unit: InputUnit) -> pa.Table:
         rows = RowCollector(self.source)
         for (path, rel), size in unit.payload["files"]:
@@ -196,7 +203,7 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
     text, bad_utf8 = decode_text(raw)
     lang = source.lang
     if lang is None and source.kind == "code":
-        lang = detect_code_language(rel, head, raw[-2048:])  # tail: a closing modeline
+        lang = detect_code_language(rel, raw)
     rows.add(rel, text, "invalid_utf8" if bad_utf8 else None, bad_utf8, path=rel, lang=lang,
              **fields)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lemur_data.filters.langid.code import detect_code_language
 from lemur_data.filters.syntax import check as syntax_check
-from tests.calibration import corpus, damage, oracle
+from tests.calibration import corpus, damage, langid_second, oracle
 from tests.fixtures.fetch import cache_dir, folder_name, names
 
 HERE = Path(__file__).resolve().parent / "validation"
@@ -81,8 +81,8 @@ def packages() -> dict[str, list[str]]:
                     found[package].append(f"{name}:{archive}!{member}")
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
         name = by_folder.get(folder.name)
-        if name is None:
-            continue  # not a fixture of tests/fixtures/fetch.py
+        if name is None or name in langid_second.FIXTURES:
+            continue  # not a fixture of tests/fixtures/fetch.py, or the second set's
         for path in sorted(folder.rglob("*")):
             relative = str(path.relative_to(folder))
             parts = relative.split("/node_modules/")
@@ -122,7 +122,7 @@ def _language(entry: str) -> str | None:
         return None
     if data.startswith(b"// errorcheck"):  # Go's test suite: meant to fail to compile
         return None
-    return detect_code_language(path, data[:4096], data[-2048:])
+    return detect_code_language(path, data)
 
 
 def write_lists(languages: list[str]) -> None:
@@ -176,7 +176,7 @@ def stated_language(package: str, path: str, head: bytes) -> str | None:
     """The language a file's extension (The Stack's label), its package or its
     interpreter states, without the detector; None where none does, and for a C
     header (`.h`: C or C++ by content, as in The Stack)."""
-    from lemur_data.filters.langid.code import EXTENSIONS
+    from tests.calibration.stack_table import EXTENSIONS
 
     name = path.rsplit("/", 1)[-1]
     suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
