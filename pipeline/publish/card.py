@@ -112,7 +112,9 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         if isinstance(where, list):
             where = ", ".join(where[:3]) + (" ..." if len(where) > 3 else "")
         name = source["name"]
-        rows.append([name, source["kind"], reader["type"], f"`{where}`",
+        taken = reader.get("where")  # rows outside the filter are not this source's input
+        where = f"`{where}`" + (f" where `{taken['field']}` in `{taken['in']}`" if taken else "")
+        rows.append([name, source["kind"], reader["type"], where,
                      source.get("lang") or "detected", reader.get("license") or "per document",
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
