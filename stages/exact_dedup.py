@@ -36,7 +36,7 @@ from .base import (
     in_scope,
 )
 from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
-from .keeper import KeepOrder, license_ranks, sort_keys
+from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):
@@ -176,6 +176,10 @@ class ExactDedupApplier(DecisionsApplier[ExactDedupParams]):
 
 class ExactDedup(GlobalStage[ExactDedupParams]):
     name = "exact_dedup"
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return explain_duplicate(doc, entry, work, "exact copy")
     Params = ExactDedupParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:

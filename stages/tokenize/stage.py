@@ -32,6 +32,10 @@ class Tokenize(DocumentStage[TokenizeParams]):
     name = "tokenize"
     Params = TokenizeParams
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return [f"{doc['tokens']:,} tokens (EOS included)"] if doc.get("tokens") else []
+
     def __init__(self, params: TokenizeParams) -> None:
         super().__init__(params)
         self.tokenizer: TextTokenizer | None = None
