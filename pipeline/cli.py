@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="list the files and sizes that would be uploaded; upload nothing")
     push.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                       help="huggingface_hub's bars, or a log line per uploaded batch")
+    from .workbench.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -138,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _index(args.run_dir, console)
     if args.command == "push":
         return _push(args, console)
+    if args.command in ("inspect", "explain", "diff"):
+        from .workbench.cli import run
+
+        return run(args, console)
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:
@@ -196,7 +203,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             hint = int(source.size_hint or 0)
             by_kind[source.kind] += hint
             by_source[source.name] = hint
-            out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
+            reader = source.reader.type_name()
+            out.print(f"  {source.name:<24} {source.kind:<5} {reader:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
             continue
@@ -204,7 +212,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         size = sum(u.bytes_hint for u in units[source.name])
         by_kind[source.kind] += size
         by_source[source.name] = size
-        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
+        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type_name():<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
     if manifest.sample is not None:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from ..filters.quality import code_rules
 from ..filters.quality.file_classes import file_class
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .explain import Span, number
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
     from ..filters.quality.text_rules import TextRule
@@ -335,6 +336,44 @@ class Quality(DocumentStage[QualityParams]):
 
     def added_columns(self) -> list[pa.Field]:
         return _CODE_COLUMNS + _TEXT_COLUMNS
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+        """A code document removed for its longest line: that line."""
+        if doc.get("reason") != "quality:max_line_length":
+            return []
+        text, start, best = doc["text"], 0, (0, 0)
+        for line in text.split("\n"):
+            if len(line) > best[1] - best[0]:
+                best = (start, start + len(line))
+            start += len(line) + 1
+        return [Span(best[0], best[1], f"longest line ({best[1] - best[0]:,} characters)")]
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The metrics against the thresholds of the document's language (code), or the
+        word counts and the rule that removed it (text: Gopher-style rule sets)."""
+        params = cls.Params.model_validate(entry.get("given") or {})
+        assert isinstance(params, QualityParams)
+        if doc.get("kind") == "code" and params.code is not None:
+            t = CodeThresholdTable(params.code).get(doc.get("lang"))
+            checks = [("lines", doc.get("q_lines"), "<=", t.max_lines),
+                      ("longest line", doc.get("q_max_line"), "<=", t.max_line_length),
+                      ("mean line", doc.get("q_mean_line"), "<=", t.mean_line_length),
+                      ("alphabetic share", doc.get("q_alpha_frac"), ">=", t.min_alpha_fraction),
+                      ("encoded share", doc.get("q_encoded_frac"), "<=", t.encoded_max_fraction)]
+            parts = [f"{name} {number(value)} ({op} {number(bound)})" if bound is not None
+                     else f"{name} {number(value)} (off)"
+                     for name, value, op, bound in checks if value is not None]
+            return [f"preset {params.code.preset} for {doc.get('lang') or 'any language'}: "
+                    + ", ".join(parts)] if parts else []
+        if doc.get("kind") == "text" and params.text is not None:
+            words = doc.get("q_words")
+            line = f"preset {params.text.preset}"
+            if words is not None:
+                line += f": {words:,} words, mean word length {number(doc.get('q_mean_word_len'))}"
+            return [line]
+        return []
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         n = docs.num_rows

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RowFilter(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
 
     field: str = Field(min_length=1)
     """The input field (`meta.redpajama_set_name`), before any `columns:` mapping."""
