@@ -421,13 +421,11 @@ class Quality(DocumentStage[QualityParams]):
         found, metrics = code_rules.evaluate(texts, thresholds, paths)
         # go-enry's file classes come first: a vendored file is reported as vendored,
         # whatever its lines (filters/quality/file_classes.py).
-        strings: list[str] | None = None
-        for j, t in enumerate(thresholds):
-            enabled = t.file_classes()
+        classes = [t.file_classes() for t in thresholds]
+        strings: list[str] = texts.to_pylist() if any(classes) else []
+        for j, enabled in enumerate(classes):
             if not enabled:
                 continue
-            if strings is None:
-                strings = texts.to_pylist()
             known = {"generated": generated[j], "vendored": vendor[j]}
             hit = file_class(paths[j], strings[j], enabled, known)
             if hit:
