@@ -109,8 +109,9 @@ class MixtureSpec(Strict):
     will use (pipeline/budget.py); `all`: every unit of every source."""
     read_margin: NonNegativeFloat = 0.15
     """With read: needed, read for target x (1 + margin) expected kept tokens."""
-    pilot_units: PositiveInt = 4
-    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+    pilot_units: PositiveInt | None = None
+    """With read: needed, the pilot reads at least this many units (or 1%) per source;
+    unset: a sample sized from the mixture's need (pipeline/budget.py)."""
 
     @model_serializer(mode="wrap")
     def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
