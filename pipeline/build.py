@@ -208,6 +208,9 @@ class _Runner:
             self.rows += [row for summary in results[step.label] for row in summary["counts"]]
             self.shard_profiles = [s["profile"] for s in results[step.label]
                                    if "profile" in s]
+            for summary in results[step.label]:  # stages' run_facts: into their stats entry
+                for name, facts in summary.get("facts", {}).items():
+                    self.global_summaries.setdefault(name, {}).update(facts)
         elif summarize:
             assert step.global_stage is not None and step.global_ctx is not None
             self.global_summaries[step.stage_names[0]] = {

@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="list the files and sizes that would be uploaded; upload nothing")
     push.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                       help="huggingface_hub's bars, or a log line per uploaded batch")
+    from .workbench.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -138,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _index(args.run_dir, console)
     if args.command == "push":
         return _push(args, console)
+    if args.command in ("inspect", "explain", "diff"):
+        from .workbench.cli import run
+
+        return run(args, console)
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:

@@ -41,7 +41,7 @@ from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
-from ..stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.tokenize.tokenizer import TokenizerConfig, engine_versions
 from ..stages.user_file import MiB, UserFileError, read_user_file
 from .launch.plan import TrainConfig
 
@@ -109,8 +109,9 @@ class MixtureSpec(Strict):
     will use (pipeline/budget.py); `all`: every unit of every source."""
     read_margin: NonNegativeFloat = 0.15
     """With read: needed, read for target x (1 + margin) expected kept tokens."""
-    pilot_units: PositiveInt = 4
-    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+    pilot_units: PositiveInt | None = None
+    """With read: needed, the pilot reads at least this many units (or 1%) per source;
+    unset: a sample sized from the mixture's need (pipeline/budget.py)."""
 
     @model_serializer(mode="wrap")
     def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
@@ -206,10 +207,13 @@ class Manifest(Strict):
         """Hash of everything that decides the output (used to refuse mixing runs).
 
         `train:` decides only launch/train.sh, rewritten at every build's end: changing it
-        must not refuse the run folder."""
+        must not refuse the run folder. A tokenizing run also holds the versions of the
+        encoders (stages/tokenize/backends.py)."""
         dumped = self.model_dump(mode="json", exclude={"train"})
         if self.detects_code_language:  # go-enry's version decides code labels too
             dumped["code_language_detector"] = code_detector.available() or code_detector.detector()
+        if self.tokenizes:  # ids are the reference's whichever encodes; a new version may not be
+            dumped["tokenizer_engines"] = engine_versions()
         canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

@@ -19,10 +19,12 @@ from .readers.hf_dataset import HFDatasetReader
 from .readers.jsonl import JsonlReader
 from .readers.parquet import ParquetReader
 from .readers.python_object import PythonObjectReader
+from .readers.stack_v2 import StackV2Reader
 
 # The one list of readers: a reader's manifest name is its Params' `type` literal.
 _READER_CLASSES: tuple[type[Reader[Any]], ...] = (
-    ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader, PythonObjectReader)
+    ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader, PythonObjectReader,
+    StackV2Reader)
 READERS: dict[str, type[Reader[Any]]] = {r.type_name(): r for r in _READER_CLASSES}
 _BY_PARAMS: dict[type[ReaderParams], type[Reader[Any]]] = {r.Params: r for r in _READER_CLASSES}
 

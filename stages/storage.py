@@ -37,11 +37,18 @@ DOCUMENT_SCHEMA = pa.schema(
         pa.field("license", pa.string()),
         pa.field("stars", pa.int64()),
         pa.field("url", pa.string()),
+        # What a dataset already says about a file (The Stack v2's license_type,
+        # is_generated, is_vendor), so the licences, quality and keep-order rules use it
+        # instead of guessing; null where a source does not say.
+        pa.field("license_type", pa.string()),
+        pa.field("generated", pa.bool_()),
+        pa.field("vendor", pa.bool_()),
     ]
 )
 DOCUMENT_COLUMNS = tuple(DOCUMENT_SCHEMA.names)
 # Columns a source may map from its input (`columns:` in the manifest).
-MAPPABLE_COLUMNS = ("text", "path", "repo", "license", "lang", "stars", "url")
+MAPPABLE_COLUMNS = ("text", "path", "repo", "license", "lang", "stars", "url", "license_type",
+                    "generated", "vendor")
 
 REMOVED_EXTRA = pa.schema([pa.field("reason", pa.string(), nullable=False)])
 
