@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.exceptions import RayTaskError
 
 from ..stages import storage
 from ..stages.base import Phase, Resources, Task
@@ -157,7 +158,7 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
                     usage["peak_worker_rss_mb"] = round(
                         max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
                     usage["cpu_seconds"] = round(usage.get("cpu_seconds", 0.0) + cpu, 3)
-            except ray.exceptions.RayTaskError as error:
+            except RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)
                 cause = error.cause if getattr(error, "cause", None) else error

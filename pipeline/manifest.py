@@ -336,7 +336,8 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
         # the stages' own parameters too, so every error shows in one pass
-        stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
+        stages = raw.get("stages")
+        stages = stages if isinstance(stages, list) else []
         raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
     problems += _check_stages(manifest.stages) + _check_references(manifest)
     if problems:
@@ -356,7 +357,8 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
         elif item["type"] == "missing":
             message = "required key is missing"
         elif item["type"] == "union_tag_invalid":
-            message = f"unknown reader type; expected one of {item['ctx']['expected_tags']}"
+            expected = item.get("ctx", {}).get("expected_tags")
+            message = f"unknown reader type; expected one of {expected}"
         elif item["type"] == "union_tag_not_found":
             message = f"reader needs a `type` key, one of: {', '.join(READERS)}"
         given = item.get("input")
