@@ -109,8 +109,9 @@ class MixtureSpec(Strict):
     will use (pipeline/budget.py); `all`: every unit of every source."""
     read_margin: NonNegativeFloat = 0.15
     """With read: needed, read for target x (1 + margin) expected kept tokens."""
-    pilot_units: PositiveInt = 4
-    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+    pilot_units: PositiveInt | None = None
+    """With read: needed, the pilot reads at least this many units (or 1%) per source;
+    unset: a sample sized from the mixture's need (pipeline/budget.py)."""
 
     @model_serializer(mode="wrap")
     def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
@@ -335,7 +336,8 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
         # the stages' own parameters too, so every error shows in one pass
-        stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
+        stages = raw.get("stages")
+        stages = stages if isinstance(stages, list) else []
         raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
     problems += _check_stages(manifest.stages) + _check_references(manifest)
     if problems:
@@ -355,7 +357,8 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
         elif item["type"] == "missing":
             message = "required key is missing"
         elif item["type"] == "union_tag_invalid":
-            message = f"unknown reader type; expected one of {item['ctx']['expected_tags']}"
+            expected = item.get("ctx", {}).get("expected_tags")
+            message = f"unknown reader type; expected one of {expected}"
         elif item["type"] == "union_tag_not_found":
             message = f"reader needs a `type` key, one of: {', '.join(READERS)}"
         given = item.get("input")
