@@ -202,6 +202,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from .workbench.cli import run
 
         return run(args, console)
+    # The manifest's schema imports every reader and the stage registry (~1 s): only the
+    # commands that read a manifest pay for it.
     from .manifest import ManifestError, load_manifest
 
     try:
