@@ -39,7 +39,7 @@ from ..filters.langid import code as code_detector
 from ..stages.base import StageParams
 from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
-from ..stages.registry import STAGES
+from ..stages.registry import STAGE_INFO, STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
 from ..stages.tokenize.tokenizer import TokenizerConfig, engine_versions
 from ..stages.user_file import MiB, UserFileError, read_user_file
@@ -398,6 +398,13 @@ def _check_stages(stages: list[Any]) -> list[str]:
             STAGES[name].Params.model_validate(params or {})
         except ValidationError as error:
             problems += _describe(error, prefix=f"stages[{i}].{name}.")
+    names = [next(iter(e)) if isinstance(e, dict) and len(e) == 1 else None for e in stages]
+    for i, name in enumerate(names):
+        info = STAGE_INFO.get(name) if isinstance(name, str) else None
+        for j, earlier in enumerate(names[:i]):
+            if info is not None and earlier in info.before:
+                problems.append(f"stages[{i}].{name}: must come before {earlier} "
+                                f"(stages[{j}]); move it up")
     return problems
 
 
