@@ -12,10 +12,12 @@ import shutil
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from .manifest import Manifest, ManifestError, load_manifest
+if TYPE_CHECKING:
+    from .manifest import Manifest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
@@ -145,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .workbench.cli import run
 
         return run(args, console)
+    # The manifest's schema imports every reader and the stage registry (~1 s): only the
+    # commands that read a manifest pay for it.
+    from .manifest import ManifestError, load_manifest
+
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:
