@@ -129,7 +129,7 @@ class RunFolder:
     def fates(self) -> pa.Table:
         """One row per document the run saw: the fate columns, `step` (where it left the
         run, or the last step), `outcome` (kept, removed, replaced) and `tokens`."""
-        cols = list(FATE_COLUMNS)
+        cols: list[str] = list(FATE_COLUMNS)
         parts = []
         seen: set[str] = set()
         for step in self.steps:
