@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..stages.base import StageParams, sources_in_scope
 from ..stages.registry import STAGE_INFO
-from .budget import PILOT_SHARE
+from .budget import KEPT_SHARE, PILOT_SHARE, TOKEN_BYTES
 from .manifest import Manifest
 
 # stage rates (MB/s per core) live in stages/registry.py with the other facts of a stage
@@ -26,11 +26,7 @@ DEFAULT_RATE_MB_S = 5.0
 WORKER_BASE_MB = 900.0  # a Ray worker with parsers and models loaded (bench_memory.py)
 PARQUET_RATIO = 0.35  # zstd parquet bytes per text byte, measured on the demo output
 AVG_DOC_BYTES = 5_000  # The Stack / RefinedWeb are both around 3-8 KB per document
-TOKEN_BYTES = 3.5  # text bytes per token (Llama-style tokenizers on code and English)
-# Kept bytes per input byte through every stage, assumed for `plan`'s `read: needed`
-# estimate only: a build measures it on its pilot instead (pipeline/budget.py). Web text
-# loses the most to language, quality and near-dup filters; The Stack dedup is cleaner.
-KEPT_SHARE = {"code": 0.6, "text": 0.5}
+# TOKEN_BYTES and KEPT_SHARE (pipeline/budget.py): the priors `plan` and the pilot share.
 
 
 @dataclass(frozen=True)
@@ -80,7 +76,8 @@ def estimate(manifest: Manifest, bytes_by_source: dict[str, int]) -> list[StageC
     writes = {i for i in range(len(names)) if i + 1 == len(names) or _is_global(names[i + 1])}
     for i, (stage, params) in enumerate(stages):
         info = STAGE_INFO.get(stage)
-        rates = dict(zip(("code", "text"), info.rate_mb_s, strict=True)) if info else {}
+        rates: dict[str, float] = (dict(zip(("code", "text"), info.rate_mb_s, strict=True))
+                                   if info else {})
         scoped = _scoped_bytes(manifest, params, bytes_by_source)
         input_bytes = sum(scoped.values())
         docs = input_bytes / AVG_DOC_BYTES
@@ -164,7 +161,8 @@ def _folder_bytes(folder: str) -> int:
     from ..stages import storage
 
     fs, local = storage.filesystem(folder)
-    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
+    sizes: dict[str, int] = fs.du(local, total=False) if fs.exists(local) else {}
+    return sum(sizes.values())
 
 
 def earlier_reads(manifest: Manifest) -> list[EarlierReads]:

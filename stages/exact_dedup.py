@@ -15,7 +15,7 @@ whatever its stars); the rest are deduplicated among themselves as above.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import polars as pl
 import pyarrow as pa
@@ -36,7 +36,7 @@ from .base import (
     in_scope,
 )
 from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
-from .keeper import KeepOrder, license_ranks, sort_keys
+from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):
@@ -83,7 +83,8 @@ class HashShard:
 
     def __call__(self) -> dict[str, Any]:
         table = storage.read_parquet(self.shard_path,
-                                     ["id", "text", "stars", "license", "source", "kind"])
+                                     ["id", "text", "stars", "license", "license_type", "source",
+                                      "kind"])
         if self.scope is not None:
             table = table.filter(in_scope(table, self.scope))
         hashes = content_hashes(table.column("text"), self.normalize)
@@ -91,7 +92,8 @@ class HashShard:
             "hash": hashes,
             "id": table.column("id").to_pylist(),
             "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
-            "license_rank": license_ranks(table.column("license"), self.keep_order).to_pylist(),
+            "license_rank": license_ranks(table.column("license"), self.keep_order,
+                                          table.column("license_type")).to_pylist(),
         }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
                    "license_rank": pl.Int8})
         frame = frame.with_columns(hash_partition(pl.col("hash"), self.partitions).alias("part"))
@@ -113,7 +115,7 @@ class DecidePartition:
     earlier: tuple[Earlier, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
-        frames = [pl.from_arrow(storage.read_parquet(path)).with_columns(
+        frames = [cast(pl.DataFrame, pl.from_arrow(storage.read_parquet(path))).with_columns(
                       pl.lit(self.shard_of[path.rsplit("/", 2)[-2]]).alias("shard"))
                   for path in self.inputs]
         frame = pl.concat(frames) if frames else pl.DataFrame()
@@ -174,6 +176,10 @@ class ExactDedupApplier(DecisionsApplier[ExactDedupParams]):
 
 class ExactDedup(GlobalStage[ExactDedupParams]):
     name = "exact_dedup"
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return explain_duplicate(doc, entry, work, "exact copy")
     Params = ExactDedupParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
@@ -212,4 +218,4 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
                             for run in self.params.against]}
 
     def applier(self, ctx: GlobalContext) -> DecisionsApplier:
-        return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))  # type: ignore[arg-type]
+        return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))

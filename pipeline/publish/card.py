@@ -112,7 +112,9 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         if isinstance(where, list):
             where = ", ".join(where[:3]) + (" ..." if len(where) > 3 else "")
         name = source["name"]
-        rows.append([name, source["kind"], reader["type"], f"`{where}`",
+        taken = reader.get("where")  # rows outside the filter are not this source's input
+        where = f"`{where}`" + (f" where `{taken['field']}` in `{taken['in']}`" if taken else "")
+        rows.append([name, source["kind"], reader["type"], where,
                      source.get("lang") or "detected", reader.get("license") or "per document",
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
@@ -122,8 +124,21 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     detector = stats.get("code_language_detector")
     if detector:  # "detected": by this detector, in linguist's names
         table += (f"\n\nCode language where a source states none: {detector}, in "
-                  "linguist's names (The Stack's).")
+                  f"linguist's names (The Stack's).{_unknown_code(stats)}")
     return table
+
+
+def _unknown_code(stats: dict[str, Any]) -> str:
+    """How many code files the detector could not place, and what became of them."""
+    langid = next((s for s in stats.get("stages") or [] if s.get("name") == "langid"), None)
+    code = (langid or {}).get("params", {}).get("code")
+    if not langid or not code:
+        return ""
+    if code.get("unknown", "drop") == "drop":
+        removed = langid.get("removed_by_reason", {}).get("langid:unknown_language", {})
+        return f" Files it could not place: {removed.get('docs', 0):,}, removed."
+    kept = langid.get("by_lang", {}).get("unknown", {}).get("kept", {})
+    return f" Files it could not place: {kept.get('docs', 0):,}, kept with no language."
 
 
 def _read(stats: dict[str, Any]) -> str:
@@ -184,6 +199,18 @@ def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def _encoder_text(stats: dict[str, Any]) -> str:
+    """What encoded: a stage's recorded `encoder` (its run_facts), if any."""
+    for stage in stats.get("stages", []):
+        encoder = stage.get("encoder")
+        if encoder:
+            if encoder.get("note"):
+                return f" Encoded by {encoder['engine']}, the reference ({encoder['note']})."
+            return (f" Encoded by {encoder['engine']}, checked at load to give the ids of "
+                    f"{encoder['reference']}.")
+    return ""
+
+
 def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     mix, megatron = stats.get("mixture"), stats.get("megatron")
     parts = []
@@ -191,7 +218,8 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
         parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
                                        else "offline default (32k Llama-style SentencePiece)")
-                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
+                     + _encoder_text(stats))
     if mix:
         parts.append(_md_table(
             ["component", "weight", "target share", "realized share", "available tokens",

@@ -129,6 +129,15 @@ class Decontaminate(DocumentStage[DecontaminateParams]):
     Params = DecontaminateParams
     count_details = True  # stats.json: documents removed per benchmark item
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The benchmark item (and part) it matched, or the benchmarks it was checked on."""
+        if doc.get("reason"):
+            return [f"matched {doc['reason'].split(':', 1)[-1]} item {doc.get('detail')}"]
+        names = [b if isinstance(b, str) else b.get("name", "?")
+                 for b in (entry.get("params") or {}).get("benchmarks", [])]
+        return [f"no item of {', '.join(names) or 'no benchmark'} matched"]
+
     def setup(self) -> None:
         p = self.params
         parts: list[ItemPart] = []

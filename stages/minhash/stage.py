@@ -39,6 +39,7 @@ from ..base import (
     Task,
 )
 from ..incremental.index import MINHASH_KEYS, Earlier, earlier_runs
+from ..keeper import explain_duplicate
 from .buckets import BucketPartition
 from .components import Components
 from .earlier import CheckEarlier
@@ -78,6 +79,10 @@ class MinHashApplier(DocumentStage[MinHashParams]):
 
 class MinHash(GlobalStage[MinHashParams]):
     name = "minhash"
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return explain_duplicate(doc, entry, work, "near duplicate")
     Params = MinHashParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
@@ -105,6 +110,7 @@ class MinHash(GlobalStage[MinHashParams]):
             for band in parts])
         phases = [signing, bucketing]
         candidate_files: tuple[str, ...] = ()
+        shingles: dict[int, tuple[str, ...]] = {}
         if p.verify:
             shingles = {q: tuple(files.shingles(shard, q) for shard in shards) for q in parts}
             phases.append(Phase("verify_ship", [

@@ -8,7 +8,7 @@ column is the same whichever worker encodes which shard.
 
 from __future__ import annotations
 
-from itertools import chain
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,31 +25,42 @@ class TokenizeParams(StageParams):
     tokenizer: TokenizerConfig = TokenizerConfig()
     """The manifest's `tokenizer:`."""
     batch_docs: PositiveInt = 1024
-    """Documents per encode call (bounds the memory of the Python id lists)."""
+    """Documents per encode call (bounds the memory of one batch's ids)."""
 
 
 class Tokenize(DocumentStage[TokenizeParams]):
     name = "tokenize"
     Params = TokenizeParams
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return [f"{doc['tokens']:,} tokens (EOS included)"] if doc.get("tokens") else []
+
     def __init__(self, params: TokenizeParams) -> None:
         super().__init__(params)
         self.tokenizer: TextTokenizer | None = None
 
     def setup(self) -> None:
-        self.tokenizer = load_tokenizer(self.params.tokenizer)  # type: ignore[attr-defined]
+        self.tokenizer = load_tokenizer(self.params.tokenizer)
 
     def added_columns(self) -> list[pa.Field]:
         wide = self.tokenizer is not None and not self.tokenizer.uint16
         return [pa.field(TOKEN_IDS, pa.list_(pa.int32() if wide else pa.uint16())),
                 pa.field(TOKENS, pa.int64())]
 
+    def run_facts(self) -> dict[str, Any]:
+        """The encoder (fastokens or the reference) with versions, and why if not fastokens."""
+        if self.tokenizer is None:
+            self.setup()
+        assert self.tokenizer is not None
+        return {"encoder": self.tokenizer.describe()}
+
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         if self.tokenizer is None:
             self.setup()
         assert self.tokenizer is not None
         ids = encode_documents(self.tokenizer, docs.column("text").to_pylist(),
-                               self.params.tokenizer, self.params.batch_docs)  # type: ignore[attr-defined]
+                               self.params.tokenizer, self.params.batch_docs)
         table = docs.append_column(TOKEN_IDS, ids)
         table = table.append_column(TOKENS, ids.value_lengths().cast(pa.int64()))
         return StageResult.keep_all(table)
@@ -63,14 +74,13 @@ def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: Tokeniz
                      batch_docs: int = 1024) -> pa.ListArray:
     """Token ids of every text with BOS/EOS as configured, as one Arrow list array."""
     dtype = token_dtype(tokenizer)
-    head = [tokenizer.bos_id] if config.bos else []
-    tail = [tokenizer.eos_id] if config.eos else []
+    head = _special(tokenizer.bos_id, "BOS", config) if config.bos else []
+    tail = _special(tokenizer.eos_id, "EOS", config) if config.eos else []
     lengths: list[np.ndarray] = []
     values: list[np.ndarray] = []
     for start in range(0, len(texts), batch_docs):
-        encoded = tokenizer.encode_batch(texts[start:start + batch_docs])
-        counts = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
-        flat = np.fromiter(chain.from_iterable(encoded), dtype, count=int(counts.sum()))
+        flat, counts = tokenizer.encode_flat(texts[start:start + batch_docs])
+        flat = flat.astype(dtype, copy=False)
         if head or tail:
             flat, counts = _add_specials(flat, counts, head, tail, dtype)
         lengths.append(counts)
@@ -82,6 +92,12 @@ def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: Tokeniz
     offsets = np.zeros(len(counts) + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat))
+
+
+def _special(token_id: int | None, name: str, config: TokenizerConfig) -> list[int]:
+    if token_id is None:  # load_tokenizer refuses this already
+        raise ValueError(f"tokenizer {config.describe()} has no {name} token")
+    return [token_id]
 
 
 def _add_specials(flat: np.ndarray, counts: np.ndarray, head: list[int], tail: list[int],
