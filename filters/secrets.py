@@ -14,7 +14,7 @@ detect-secrets scans line by line. Here every regex runs on a window of at most 
 characters: a rule's patterns on each tile of the text that holds one of its literals
 (tiles overlap by OVERLAP, so a secret shorter than that is seen whole), the keyword
 patterns on the lines that hold a keyword. A pattern that backtracks (`//.+/:_authToken=`,
-`eyJ[...]+\.`) then costs at most WINDOW steps per character: a document costs
+`eyJ[...]+[.]`) then costs at most WINDOW steps per character: a document costs
 O(len * WINDOW), never O(len^2). `work` (optional) collects the window sizes.
 """
 
@@ -43,13 +43,15 @@ class Rule:
     gate: re.Pattern[str] | None = None  # a cheap necessary shape, on the lowered tile
 
 
-def _plugin(name: str) -> type[RegexBasedDetector]:
+def _denylist(name: str) -> tuple[re.Pattern[str], ...]:
+    """The regexes of detect-secrets' plugin `name` (a RegexBasedDetector)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     for plugin in get_mapping_from_secret_type_to_class().values():
-        if plugin.__name__ == name:
-            return plugin
-    raise LookupError(f"{RULE_SET} has no plugin {name}")
+        if plugin.__name__ == name and issubclass(plugin, RegexBasedDetector):
+            patterns: list[re.Pattern[str]] = list(plugin.denylist)  # pyright: ignore[reportArgumentType]
+            return tuple(patterns)
+    raise LookupError(f"{RULE_SET} has no regex plugin {name}")
 
 
 # The literal every match of a plugin's denylist contains: the cheap test that picks the
@@ -123,7 +125,7 @@ _GATES = {
 
 
 def _rules() -> tuple[Rule, ...]:
-    rules = [Rule(name, triggers, tuple(_plugin(name).denylist), _GATES.get(name))
+    rules = [Rule(name, triggers, _denylist(name), _GATES.get(name))
              for name, triggers in _PLUGIN_TRIGGERS.items()]
     return (*rules, *_EXTRA_RULES)
 
@@ -257,7 +259,8 @@ def _token(text: str, rule: Rule, match: re.Match[str], offset: int) -> Found | 
     name = _NAME_PREFIX.match(text, s, e)
     s = name.end() if name else s  # `AccountKey=`: keep the name, as elsewhere
     if rule.name == "JwtTokenDetector":  # its pattern ends lazily: take the signature too
-        e = _TOKEN_TAIL.match(text, e).end()
+        tail = _TOKEN_TAIL.match(text, e)
+        e = tail.end() if tail else e
     return Found(s, e, rule.name) if e > s and not _placeholder(text[s:e]) else None
 
 
