@@ -155,7 +155,7 @@ def test_build_end_to_end_kill_resume_and_workers(tmp_path: Path, server: S3Serv
     assert ingest["removed_by_reason"]["ingest:blob_missing"]["docs"] == 1
     assert ingest["removed_by_reason"]["ingest:blob_corrupt"]["docs"] == 1
     assert quality["removed_by_reason"]["quality:generated"]["docs"] == 1
-    assert quality["removed_by_reason"]["quality:vendor"]["docs"] == 1
+    assert quality["removed_by_reason"]["quality:vendored"]["docs"] == 1
     removed = pa.concat_tables(pq.read_table(p) for p in (tmp_path / "one" / "removed")
                                .rglob("*.parquet"))
     details = dict(zip(removed.column("reason").to_pylist(), removed.column("detail")
