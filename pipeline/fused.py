@@ -18,7 +18,7 @@ from ..stages import storage
 from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from ..stages.ingest import read_unit
 from ..stages.readers.common import InputUnit, SourceInfo
-from .profile import shard_profile
+from .profile import Profilers, shard_profile
 
 # Stage instances built in this worker process, reused across shards.
 _BUILT: dict[str, DocumentStage] = {}
@@ -42,6 +42,7 @@ class FusedShardTask:
     removed_path: str
     ctx: ShardContext
     profile: bool = False  # the run's last document step: describe the kept documents
+    profilers: Profilers = ()  # the run's stages, whose `profile` hooks add to it
 
     def __call__(self) -> dict[str, Any]:
         removed: list[pa.Table] = []
@@ -63,7 +64,7 @@ class FusedShardTask:
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
         summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
         if self.profile:
-            summary["profile"] = shard_profile(docs)
+            summary["profile"] = shard_profile(docs, self.profilers)
         return summary
 
 

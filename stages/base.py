@@ -9,6 +9,10 @@ Two kinds of stage exist:
 - `GlobalStage`: needs to see the whole corpus first (dedup, mixing). It
   declares explicit phases of independent tasks, and then a `DocumentStage`
   that applies the decisions per shard.
+
+Both are `StageHooks` (stages/hooks.py): what a stage says about itself to the runner,
+the publisher and `plan` (its card line, stats figures, card notes, figures, profile and
+cost) lives with the stage; pipeline/ calls the hooks and names no stage.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ByteSize, ConfigDict, PositiveFloat
+
+from .hooks import StageHooks
 
 
 class Resources(BaseModel):
@@ -116,7 +122,7 @@ class StageResult:
         return cls(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
 
-class DocumentStage(ABC, Generic[P]):
+class DocumentStage(StageHooks, ABC, Generic[P]):
     """A per-document stage. Instances are built once per worker and reused."""
 
     name: ClassVar[str]
@@ -198,7 +204,7 @@ class GlobalContext:
     partitions: int
 
 
-class GlobalStage(ABC, Generic[P]):
+class GlobalStage(StageHooks, ABC, Generic[P]):
     """A stage that must see every shard before deciding (dedup, mixing)."""
 
     name: ClassVar[str]

@@ -35,7 +35,8 @@ from .base import (
     Task,
     in_scope,
 )
-from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
+from .hooks import Cost, CostInput, StatsEntry
+from .incremental.index import EXACT_KEYS, Earlier, against_notes, earlier_runs
 from .keeper import KeepOrder, license_ranks, sort_keys
 
 
@@ -174,6 +175,20 @@ class ExactDedupApplier(DecisionsApplier[ExactDedupParams]):
 
 class ExactDedup(GlobalStage[ExactDedupParams]):
     name = "exact_dedup"
+    about = (
+        "exact deduplication: one copy of each distinct text survives")
+    rate_mb_s = (60.0, 60.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def card_notes(cls, entry: StatsEntry) -> list[str]:
+        return against_notes(entry)
+
+    @classmethod
+    def cost(cls, params: ExactDedupParams, size: CostInput) -> Cost:
+        """~80 bytes of hash files per document; a decide task holds its partition's."""
+        base = super().cost(params, size)
+        return Cost(base.core_hours, size.docs * 80 + size.step_write_bytes,
+                    base.memory_mb + size.docs * 100 / params.partitions / 1e6)
     Params = ExactDedupParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:

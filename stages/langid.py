@@ -59,6 +59,10 @@ class LangIdParams(StageParams):
 
 class LangId(DocumentStage[LangIdParams]):
     name = "langid"
+    about = (
+        "language identification (fastText lid.176 for text, file-type "
+        "table for code)")
+    rate_mb_s = (500.0, 6.2)  # MB/s per core (code, text); docs/benchmarks.md
     Params = LangIdParams
 
     def __init__(self, params: LangIdParams) -> None:

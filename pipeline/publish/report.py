@@ -16,10 +16,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...stages import storage
+from ...stages.registry import STAGE_INFO, stage_hooks
 from .plots import Plot, make_plots
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
-                 "by_flag", "params", "removed_by_detail", "contamination"}
+                 "by_flag", "params", "removed_by_detail"}
+"""The runner's keys of a stage's stats entry; the rest are the stage's own figures (but
+those its `report_hidden` hook names)."""
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
 color:#222;padding:0 1em}
@@ -113,7 +116,9 @@ def _stage_section(stage: dict[str, Any]) -> str:
         parts.append(table(["reason", "docs", "bytes"],
                            [(r, c["docs"], c["bytes"]) for r, c in reasons.items()],
                            f"reasons-{stage['name']}"))
-    extra = {k: v for k, v in stage.items() if k not in STANDARD_KEYS}
+    hidden = STANDARD_KEYS | set(stage_hooks(stage["name"]).report_hidden
+                                 if stage["name"] in STAGE_INFO else ())
+    extra = {k: v for k, v in stage.items() if k not in hidden}
     scalars = [(k, v) for k, v in flatten(extra)
                if not (isinstance(v, list) and v and isinstance(v[0], dict))]
     if scalars:

@@ -132,6 +132,15 @@ def earlier_runs(runs: list[str], section: str, expected: dict[str, Any]) -> lis
     return out
 
 
+def against_notes(entry: dict[str, Any]) -> list[str]:
+    """The card's note on a dedup stage that ran against earlier runs (its summary's
+    `against`: documents removed per run)."""
+    if not entry.get("against"):  # incremental curation (docs/incremental.md)
+        return []
+    return ["Deduplicated against earlier runs: " + "; ".join(
+        f"`{a['run']}` ({a['removed']:,} documents removed)" for a in entry["against"]) + "."]
+
+
 def groups_holding(metadata: pq.FileMetaData, key_column: int, keys: np.ndarray) -> list[int]:
     """Row groups whose key range (min/max statistics) can hold one of the sorted `keys`."""
     groups = []

@@ -38,7 +38,8 @@ from ..base import (
     StageResult,
     Task,
 )
-from ..incremental.index import MINHASH_KEYS, Earlier, earlier_runs
+from ..hooks import Cost, CostInput, StatsEntry
+from ..incremental.index import MINHASH_KEYS, Earlier, against_notes, earlier_runs
 from .buckets import BucketPartition
 from .components import Components
 from .earlier import CheckEarlier
@@ -78,7 +79,29 @@ class MinHashApplier(DocumentStage[MinHashParams]):
 
 class MinHash(GlobalStage[MinHashParams]):
     name = "minhash"
+    about = (
+        "MinHash LSH near-deduplication: one document per cluster "
+        "survives")
+    rate_mb_s = (20.0, 20.0)  # MB/s per core (code, text); docs/benchmarks.md
     Params = MinHashParams
+
+    @classmethod
+    def card_notes(cls, entry: StatsEntry) -> list[str]:
+        return against_notes(entry)
+
+    @classmethod
+    def cost(cls, params: MinHashParams, size: CostInput) -> Cost:
+        """Band rows of 8 bytes per permutation and document (256, the default, assumed);
+        a buckets task holds its partition's."""
+        base = super().cost(params, size)
+        permutations = 256
+        return Cost(base.core_hours, size.docs * permutations * 8 + size.step_write_bytes,
+                    base.memory_mb + size.docs * permutations * 8 / params.partitions / 1e6)
+
+    @classmethod
+    def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
+        return ["No near-duplicate (MinHash) stage ran: only exact copies, if any, "
+                "were removed."] if entry is None else []
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p = self.params

@@ -41,6 +41,7 @@ from ..base import (
     StageResult,
     Task,
 )
+from ..hooks import Cost, CostInput
 from .index import WriteIndex
 from .pack import BlendAll, PackComponent
 from .params import MixParams, components_of
@@ -64,6 +65,25 @@ class MixAndPack(GlobalStage[MixParams]):
     """The last step of a run: reads the tokenized shards, writes `<run>/megatron/`."""
 
     name = "mix"
+    about = (
+        "mixes components at the target token shares and packs Megatron "
+        ".bin/.idx shards")
+    rate_mb_s = (50.0, 50.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def cost(cls, params: MixParams | None, size: CostInput) -> Cost:
+        """The Megatron shards: 2 bytes per token of the mixture."""
+        base = super().cost(params, size)
+        if not size.mixture_tokens:
+            return base
+        return Cost(base.core_hours, size.mixture_tokens * 2, base.memory_mb)
+
+    @classmethod
+    def run_figures(cls, summary: dict[str, Any]) -> dict[str, Any]:
+        """Tokens available / used / epochs per component, realized vs target shares,
+        and the Megatron shards."""
+        return {"mixture": {k: v for k, v in summary["mixture"].items() if k != "dtype"},
+                "megatron": summary["megatron"]}
     Params = MixParams
 
     def __init__(self, params: MixParams, out_dir: str) -> None:
