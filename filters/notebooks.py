@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 import jupytext
@@ -25,7 +26,7 @@ from jupytext.languages import _SCRIPT_EXTENSIONS
 from nbformat.reader import NotJSONError
 from nbformat.validator import ValidationError
 
-from .langid.code import EXTENSIONS
+from .langid.code import language_by_extension, language_by_name
 
 START, TEXT, CODE, OUTPUT, EMPTY = ("<jupyter_start>", "<jupyter_text>", "<jupyter_code>",
                                    "<jupyter_output>", "<empty_output>")
@@ -33,23 +34,23 @@ SPECIAL_TOKENS = (START, TEXT, CODE, OUTPUT, EMPTY)
 _WIDGET_TYPES = ("application/vnd.jupyter.widget-view+json",
                  "application/vnd.jupyter.widget-state+json")
 
-# Kernel language names that are not The Stack's name in lower case.
-_LANGUAGE_ALIASES = {"csharp": "C#", "c#": "C#", "fsharp": "F#", "f#": "F#", "bash": "Shell",
-                     "sh": "Shell", "zsh": "Shell", "python3": "Python", "python2": "Python",
-                     "ipython": "Python", "ipython3": "Python", "javascript": "JavaScript",
-                     "typescript": "TypeScript", "cpp": "C++", "c++11": "C++", "c++14": "C++",
-                     "c++17": "C++", "matlab": "MATLAB", "octave": "MATLAB", "wolfram language":
-                     "Mathematica", "sage": "Python", "sagemath": "Python"}
-_BY_NAME = {name.lower(): name for name in EXTENSIONS.values()}
-# The Stack's name -> an extension jupytext writes that language with.
-_JUPYTEXT_EXTENSION: dict[str, str] = {}
-for _ext, _name in EXTENSIONS.items():
-    if _ext in _SCRIPT_EXTENSIONS:
-        _JUPYTEXT_EXTENSION.setdefault(_name, _ext)
-_JUPYTEXT_EXTENSION.update({"MATLAB": ".m", "Mathematica": ".wolfram", "Python": ".py"})
-_STACK_NAME_OF_EXTENSION = {**{e: n for e, n in EXTENSIONS.items()}, ".m": "MATLAB",
-                            ".wolfram": "Mathematica", ".sage": "Python", ".q": "Q",
-                            ".R": "R", ".r": "R"}
+# Kernel names linguist has no alias for (linguist's own aliases resolve through
+# go-enry: `python3`, `csharp`, `octave`, `q`, ...).
+_KERNEL_ALIASES = {"ir": "R", "ipython": "Python", "ipython3": "Python", "c++11": "C++",
+                   "c++14": "C++", "c++17": "C++", "c++20": "C++", "sagemath": "Sage",
+                   "xcpp11": "C++", "xcpp14": "C++", "xcpp17": "C++"}
+
+
+@cache
+def _jupytext_extensions() -> dict[str, str]:
+    """Linguist's name -> the extension jupytext writes that language with (the first
+    of jupytext's list: `.py`, `.R`)."""
+    found: dict[str, str] = {}
+    for extension, spec in _SCRIPT_EXTENSIONS.items():
+        name = language_by_name(spec["language"]) or language_by_extension(extension)
+        if name:
+            found.setdefault(name, extension)
+    return found
 
 
 class InvalidNotebook(ValueError):
@@ -89,39 +90,50 @@ def read_notebook(text: str) -> nbformat.NotebookNode:
 
 
 def notebook_language(nb: nbformat.NotebookNode, default: str | None = None) -> NotebookLanguage:
-    """The language from `metadata.language_info` (file_extension, then name), else
-    from the kernelspec (language, then name), else `default` (old IPython notebooks
-    carry no language at all)."""
+    """The language from `metadata.language_info` (name, then file_extension), else from
+    the kernelspec (language, then name), else `default` (old IPython notebooks carry no
+    language at all), in linguist's names as go-enry resolves them (`python3` -> Python,
+    `q` -> q, `.kt` -> Kotlin). `extension` is None where jupytext writes no script of
+    the language (to_script then keeps the code cells only, see `to_code`)."""
     meta = nb.get("metadata", {})
     info = meta.get("language_info", {}) or {}
     kernel = meta.get("kernelspec", {}) or {}
     name: str | None = None
     extension = info.get("file_extension")
-    if isinstance(extension, str) and extension:
-        extension = extension if extension.startswith(".") else "." + extension
-        name = _STACK_NAME_OF_EXTENSION.get(extension)
-    for candidate in (info.get("name"), kernel.get("language"), kernel.get("name")):
-        if name is None and isinstance(candidate, str) and candidate:
-            name = _stack_name(candidate)
+    for candidate in (info.get("name"), extension, kernel.get("language"), kernel.get("name")):
+        if name is None and isinstance(candidate, str) and candidate.strip():
+            if candidate is extension:
+                dotted = candidate if candidate.startswith(".") else "." + candidate
+                name = language_by_extension(dotted)
+            else:
+                name = _linguist_name(candidate)
     name = name or default
-    return NotebookLanguage(name, _JUPYTEXT_EXTENSION.get(name) if name else None)
+    return NotebookLanguage(name, _jupytext_extensions().get(name) if name else None)
 
 
-def _stack_name(kernel_language: str) -> str | None:
+def _linguist_name(kernel_language: str) -> str | None:
     key = kernel_language.strip().lower()
-    if key in _LANGUAGE_ALIASES:
-        return _LANGUAGE_ALIASES[key]
-    if key in _BY_NAME:
-        return _BY_NAME[key]
-    # kernel names such as "python3", "ir", "julia-1.9", "conda-env-x-py"
-    for prefix, language in (("python", "Python"), ("julia", "Julia"), ("ir", "R"),
-                             ("scala", "Scala"), ("java", "Java"), ("rust", "Rust"),
-                             ("go", "Go")):
+    if key in _KERNEL_ALIASES:
+        return _KERNEL_ALIASES[key]
+    found = language_by_name(key)
+    if found:
+        return found
+    # kernel names such as "julia-1.9", "conda-env-x-py", "scala212", "python3.11"
+    for prefix, language in (("python", "Python"), ("julia", "Julia"), ("scala", "Scala"),
+                             ("java", "Java"), ("rust", "Rust"), ("go", "Go")):
         if key.startswith(prefix):
             return language
     if key.endswith("-py") or "python" in key:
         return "Python"
     return None
+
+
+def to_code(nb: nbformat.NotebookNode) -> str:
+    """The code cells of a notebook in a language jupytext writes no script of (Kotlin,
+    Ruby, ...), one after another: without the language's comment marker the markdown
+    cells cannot become comments, so they are left out."""
+    code = [_source(c).strip("\n") for c in nb.cells if c.get("cell_type") == "code"]
+    return "\n\n".join(c for c in code if c.strip()) + "\n"
 
 
 def to_script(nb: nbformat.NotebookNode, extension: str,

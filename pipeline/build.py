@@ -153,7 +153,14 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     started = time.perf_counter()
     _refuse_whitespace(manifest, run_dir)
     budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
-    units = list_units(manifest)
+    units = list_units(manifest, full=True)
+    sampled = None
+    if manifest.sample is not None:
+        from .sample import describe, sample_units
+
+        chosen = sample_units(units, manifest.sample, manifest.seed)
+        sampled = describe(units, chosen, manifest.sample)
+        units = chosen
     plan = None if budgeted else plan_run(manifest, run_dir, units)
     prepare_run_dir(manifest, run_dir)
     connect(ray_address, workers)
@@ -170,6 +177,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                       runner.global_summaries, runner.shard_profiles)
     if read is not None:
         stats["read"] = read
+    if sampled is not None:
+        stats["sample"] = sampled
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.

@@ -33,6 +33,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _sample(text: str) -> int | float:
+    """argparse type: `--sample 0.1` (a fraction) or `--sample 500` (documents)."""
+    from .sample import parse_sample
+
+    try:
+        return parse_sample(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+SAMPLE_HELP = ("a seeded sample for tuning, not for training: a fraction F (0 < F < 1) of "
+               "each source, or N documents per source; overrides the manifest's `sample:` "
+               "(default run folder: runs/<name>-sample-<F|N>)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lemur-data",
@@ -61,11 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                        help="bar: progress bars; log: periodic log lines (cluster jobs); none: "
                             "quiet; auto (default): bars on a terminal, else log lines")
+    build.add_argument("--sample", type=_sample, metavar="F|N", help=SAMPLE_HELP)
     with_manifest("validate", "Check a manifest and print it resolved; runs nothing.")
     plan = with_manifest("plan", "List the sources, shards, steps and outputs of a build "
                                  "without running it, and estimate core-hours, disk and "
                                  "memory per stage.")
     plan.add_argument("--run-dir", help="as for build")
+    plan.add_argument("--sample", type=_sample, metavar="F|N", help="as for build")
     plan.add_argument("--cores-per-node", type=int, default=64,
                       help="cores of one cluster node, for the nodes-per-day estimate "
                            "(default: 64)")
@@ -110,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return _card(args.run_dir, console)
     if args.command == "index":
@@ -129,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              sort_keys=False), end="")
         console.print(f"manifest {args.manifest} is valid", highlight=False)
         return EXIT_OK
-    run_dir = args.run_dir or os.path.join("runs", manifest.name)
+    if getattr(args, "sample", None) is not None:
+        manifest = manifest.model_copy(update={"sample": args.sample})
+    run_dir = args.run_dir or default_run_dir(manifest)
     if args.command == "plan":
         return _plan(manifest, run_dir, args.cores_per_node)
     if args.command == "launch":
@@ -139,8 +158,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _build(manifest, run_dir, args, console)
 
 
+def default_run_dir(manifest: Manifest) -> str:
+    """runs/<name>, or runs/<name>-sample-<F|N>: a sample never lands in the full run's
+    folder by default (and its fingerprint refuses it there anyway)."""
+    if manifest.sample is None:
+        return os.path.join("runs", manifest.name)
+    return os.path.join("runs", f"{manifest.name}-sample-{manifest.sample}")
+
+
 def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     from ..stages.ingest import plan_units
+    from ..stages.readers.hf_dataset import LoadingScriptError
     from .estimate import estimate, nodes_for_a_day, read_fractions
     from .planner import plan_run
 
@@ -155,6 +183,10 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         try:
             units[source.name] = plan_units(source.reader, source.info(),
                                             manifest.shard.max_docs, int(manifest.shard.max_bytes))
+        except LoadingScriptError as error:  # a manifest to change, not an offline guess
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
+                                                       highlight=False)
+            return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
             units[source.name] = []
             hint = int(source.size_hint or 0)
@@ -171,6 +203,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
+    if manifest.sample is not None:
+        units = _plan_sample(manifest, units, by_kind, by_source, out)
     from ..stages.incremental.index import EarlierRunError
     from .estimate import earlier_reads
 
@@ -233,6 +267,31 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   f"{sum(c.core_hours for c in every):,.0f} core-hours, "
                   f"{sum(c.disk_bytes for c in every) / 1e12:,.2f} TB of disk", highlight=False)
     return EXIT_OK
+
+
+def _plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, int],
+                 by_source: dict[str, int], out: Console) -> dict[str, list]:
+    """`plan` of a sampled run: what the sample reads of each source; the estimates that
+    follow are for the sample (`by_kind`, `by_source` are updated in place)."""
+    from .sample import SampledUnit, sample_units, scaled
+
+    assert manifest.sample is not None
+    sampled = sample_units(units, manifest.sample, manifest.seed)
+    out.print(f"sample {manifest.sample} (seed {manifest.seed}; a sample: not for training), "
+              "reads:", highlight=False)
+    by_kind.update(code=0, text=0)
+    for source in manifest.sources:
+        taken = [u for u in sampled.get(source.name, []) if isinstance(u, SampledUnit)]
+        docs = sum(scaled(u)[0] for u in taken)
+        size = sum(scaled(u)[1] for u in taken)
+        rows = (f"{taken[0].share:.1%} of their rows" if taken and taken[0].quota < 0
+                else "the rows of lowest seeded hash")
+        out.print(f"  {source.name:<24} {len(taken):>4} of {len(units.get(source.name, [])):>4} "
+                  f"units, {rows}: ~{docs:,} docs  ~{size / 1e6:,.1f} MB", highlight=False)
+        if units.get(source.name):
+            by_source[source.name] = size
+        by_kind[source.kind] += by_source.get(source.name, 0)
+    return sampled
 
 
 def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: Console) -> int:

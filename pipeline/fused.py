@@ -17,8 +17,9 @@ import pyarrow.compute as pc
 from ..stages import storage
 from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from ..stages.ingest import read_unit
-from ..stages.readers.common import InputUnit, SourceInfo
+from ..stages.readers.common import InputUnit, ReaderParams, SourceInfo
 from .profile import Profilers, shard_profile
+from .sample import sample_filter
 
 # Stage instances built in this worker process, reused across shards.
 _BUILT: dict[str, DocumentStage] = {}
@@ -26,7 +27,7 @@ _BUILT: dict[str, DocumentStage] = {}
 
 @dataclass(frozen=True)
 class IngestInput:
-    reader: Any
+    reader: ReaderParams  # the source's validated `reader:` parameters
     source: SourceInfo
     unit: InputUnit
 
@@ -48,7 +49,8 @@ class FusedShardTask:
         removed: list[pa.Table] = []
         counts: list[dict[str, Any]] = []
         if isinstance(self.input, IngestInput):
-            read = read_unit(self.input.reader, self.input.source, self.input.unit)
+            unit = self.input.unit
+            read = sample_filter(read_unit(self.input.reader, self.input.source, unit), unit)
             docs = read.drop_columns(["reason", "detail"])
             docs = _account("ingest", docs, read.column("reason"), read.column("detail"),
                             removed, counts)

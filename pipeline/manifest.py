@@ -35,12 +35,14 @@ from pydantic import (
     model_serializer,
 )
 
+from ..filters.langid import code as code_detector
 from ..stages.base import StageParams
 from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
 from ..stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.user_file import MiB, UserFileError, read_user_file
 from .launch.plan import TrainConfig
 
 
@@ -146,9 +148,29 @@ class Manifest(Strict):
     mixture: MixtureSpec | None = None
     output: OutputSpec | None = None
     train: TrainSpec | None = None
+    sample: int | float | None = None
+    """A seeded sample of every source for tuning (pipeline/sample.py): a fraction
+    (0 < F < 1) of each source's bytes, or N documents per source. Not for training."""
     _expansions: dict[str, str] = PrivateAttr(default_factory=dict)
     """Placeholder as written ({stdlib}, ${HOME}) -> the value it was expanded to: what
     published files write back in place of the value (pipeline/publish/public.py)."""
+
+    @field_validator("sample")
+    @classmethod
+    def _sample(cls, value: int | float | None) -> int | float | None:
+        from .sample import check_sample
+
+        return None if value is None else check_sample(value)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sample(self, handler: SerializerFunctionWrapHandler,
+                              info: SerializationInfo) -> dict[str, Any]:
+        # A full run has no `sample` key: its fingerprint and manifest.json stay what
+        # they were before samples existed.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("sample", 0) is None:
+            data.pop("sample")
+        return data
 
     @property
     def expansions(self) -> dict[str, str]:
@@ -175,13 +197,26 @@ class Manifest(Strict):
         """The last document step tokenizes (asked for, or needed to pack)."""
         return self.tokenizer is not None or self.packs
 
+    @property
+    def detects_code_language(self) -> bool:
+        """A code source without a fixed `lang`: go-enry labels its documents."""
+        return any(s.kind == "code" and s.lang is None for s in self.sources)
+
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (used to refuse mixing runs).
 
         `train:` decides only launch/train.sh, rewritten at every build's end: changing it
         must not refuse the run folder."""
-        canonical = json.dumps(self.model_dump(mode="json", exclude={"train"}), sort_keys=True)
+        dumped = self.model_dump(mode="json", exclude={"train"})
+        if self.detects_code_language:  # go-enry's version decides code labels too
+            dumped["code_language_detector"] = code_detector.available() or code_detector.detector()
+        canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# A manifest is a few KB; these bound what a hostile file can cost before it is refused.
+MAX_MANIFEST_BYTES = 4 * MiB
+MAX_YAML_NODES = 100_000
 
 
 @dataclass(frozen=True)
@@ -194,22 +229,76 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
     try:
-        text = Path(path).read_text()
-        duplicates = _duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader))
+        text = read_user_file(path, what="manifest", max_bytes=MAX_MANIFEST_BYTES).decode()
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_expansion(root)  # before anything walks the tree with aliases expanded
+        duplicates = _duplicate_keys(root)
         raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ManifestError(where, ["file not found"]) from None
     except IsADirectoryError:
         raise ManifestError(where, ["is a folder; give the manifest's YAML file"]) from None
+    except UserFileError as error:
+        raise ManifestError(where, [str(error).removeprefix(f"{where}: ")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ManifestError(where, [f"cannot be read: {error}"]) from None
     except yaml.YAMLError as error:
         raise ManifestError(where, [f"not valid YAML: {error}"]) from None
+    except RecursionError:
+        raise ManifestError(where, ["nested too deeply to be a manifest"]) from None
+    except _ExpansionError as error:
+        raise ManifestError(where, [str(error)]) from None
     if duplicates:
         raise ManifestError(where, duplicates)
     if not isinstance(raw, dict):
         raise ManifestError(where, ["top level must be a mapping of keys (name, sources, ...)"])
     return parse_manifest(raw, where, Path(path).resolve().parent)
+
+
+class _ExpansionError(ValueError):
+    pass
+
+
+def _check_expansion(root: yaml.Node | None) -> None:
+    """Refuse YAML whose aliases expand past MAX_YAML_NODES nodes, or refer to themselves.
+
+    Composing keeps an alias as a shared node, so a 525-byte "billion laughs" composes at
+    once; every walk of the loaded value (duplicate keys, placeholders, validation) then
+    visits each alias again, exponentially. The expanded size is counted here in linear
+    time (each distinct node once, its size remembered)."""
+    if root is None:
+        return
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            size[key] = 1 + sum(size[id(child)] for child in _children(node))
+            if size[key] > MAX_YAML_NODES:
+                raise _ExpansionError(
+                    f"YAML aliases expand to more than {MAX_YAML_NODES} values (line "
+                    f"{node.start_mark.line + 1}); a manifest needs far fewer: write the "
+                    "values out or use fewer nested aliases")
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise _ExpansionError(f"a YAML alias refers to a value that holds it (line "
+                                  f"{node.start_mark.line + 1}); a manifest cannot be recursive")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _duplicate_keys(node: yaml.Node | None, path: str = "") -> list[str]:
@@ -317,6 +406,10 @@ def _check_references(manifest: Manifest) -> list[str]:
                 if source not in names:
                     problems.append(f"stages[{i}].{stage_name}.sources: no source named "
                                     f"{source!r} (sources are {names})")
+    missing = code_detector.available() if manifest.detects_code_language else None
+    if missing:
+        code = [s.name for s in manifest.sources if s.kind == "code" and s.lang is None]
+        problems.append(f"sources {code}: {missing}")
     if manifest.train and not manifest.packs:
         problems.append("train: needs data to train on: add a mixture or output.megatron")
     if manifest.mixture:

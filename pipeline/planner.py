@@ -75,10 +75,16 @@ class RunPlan:
     output_shards: dict[str, str] = field(default_factory=dict)
 
 
-def list_units(manifest: Manifest) -> dict[str, list[InputUnit]]:
+def list_units(manifest: Manifest, full: bool = False) -> dict[str, list[InputUnit]]:
+    """Each source's input units; with `sample:` only the sample's (unless `full`)."""
     shard = manifest.shard
-    return {s.name: plan_units(s.reader, s.info(), shard.max_docs, int(shard.max_bytes))
-            for s in manifest.sources}
+    units = {s.name: plan_units(s.reader, s.info(), shard.max_docs, int(shard.max_bytes))
+             for s in manifest.sources}
+    if manifest.sample is None or full:
+        return units
+    from .sample import sample_units
+
+    return sample_units(units, manifest.sample, manifest.seed)
 
 
 def plan_run(manifest: Manifest, run_dir: str,

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..stages.registry import stage_hooks
+from ..filters.langid import code as code_detector
+from ..stages.base import DocumentStage
+from ..stages.registry import STAGES, stage_hooks
 from .manifest import Manifest
 from .planner import RunPlan
 from .profile import merge_profiles
@@ -122,6 +124,13 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
     for stage in stages:
         stage.update(global_summaries.get(stage["name"], {}))
     params = {spec.name: spec.params.model_dump(mode="json") for spec in manifest.stage_specs}
+    for spec in manifest.stage_specs:  # a document stage's own figures (global: summaries)
+        stage_class = STAGES[spec.name]
+        if issubclass(stage_class, DocumentStage):
+            figures = stage_class(spec.params).summary()
+            for stage in stages:
+                if stage["name"] == spec.name and figures:
+                    stage.update(figures)
     for stage in stages:
         stage.setdefault("params", params.get(stage["name"], {}))
         stage.update(stage_hooks(stage["name"]).stats_figures(stage))
@@ -141,6 +150,8 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
                    "dir": [s for s in plan.steps if s.kind == "documents"][-1].out_dir
                    .replace(run_dir.rstrip("/") + "/", "")},
         "stages": stages,
+        **({"code_language_detector": code_detector.detector()}
+           if manifest.detects_code_language else {}),
         "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
     }
     for name, summary in global_summaries.items():  # e.g. the mixture and Megatron output

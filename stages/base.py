@@ -154,6 +154,11 @@ class DocumentStage(StageHooks, ABC, Generic[P]):
         """Columns this stage adds, so documents it does not see get nulls."""
         return []
 
+    def summary(self) -> dict[str, Any]:
+        """Figures for stats.json beside the counts (the card's figure table), computed
+        in the driver once the run's shards are done: e.g. which list `optout` used."""
+        return {}
+
 
 class DecisionsApplier(DocumentStage[P]):
     """The document step of a global stage: applies the decisions its phases wrote to

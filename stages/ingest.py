@@ -6,14 +6,14 @@ document gets whatever its format: empty text, NUL bytes, oversize.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union, get_args
+from typing import Annotated, Any, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
 from .hooks import StageHooks
-from .readers.common import InputUnit, SourceInfo
+from .readers.common import InputUnit, Reader, ReaderParams, SourceInfo
 from .readers.files import FilesReader, TreeReader
 from .readers.hf_dataset import HFDatasetReader
 from .readers.jsonl import JsonlReader
@@ -21,10 +21,10 @@ from .readers.parquet import ParquetReader
 from .readers.python_object import PythonObjectReader
 
 # The one list of readers: a reader's manifest name is its Params' `type` literal.
-_READER_CLASSES = (ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader,
-                   PythonObjectReader)
-READERS: dict[str, Any] = {get_args(r.Params.model_fields["type"].annotation)[0]: r
-                           for r in _READER_CLASSES}
+_READER_CLASSES: tuple[type[Reader[Any]], ...] = (
+    ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader, PythonObjectReader)
+READERS: dict[str, type[Reader[Any]]] = {r.type_name(): r for r in _READER_CLASSES}
+_BY_PARAMS: dict[type[ReaderParams], type[Reader[Any]]] = {r.Params: r for r in _READER_CLASSES}
 
 ReaderConfig = Annotated[
     Union[tuple(r.Params for r in _READER_CLASSES)],  # noqa: UP007 - built from the list
@@ -32,16 +32,18 @@ ReaderConfig = Annotated[
 ]
 
 
-def make_reader(params: Any, source: SourceInfo) -> Any:
-    return READERS[params.type](params, source)
+def make_reader(params: ReaderParams, source: SourceInfo) -> Reader[Any]:
+    """The reader of a source's validated `reader:` parameters."""
+    return _BY_PARAMS[type(params)](params, source)
 
 
-def plan_units(params: Any, source: SourceInfo, max_docs: int, max_bytes: int) -> list[InputUnit]:
+def plan_units(params: ReaderParams, source: SourceInfo, max_docs: int,
+               max_bytes: int) -> list[InputUnit]:
     """Deterministic input units of one source (listing and footers only)."""
     return make_reader(params, source).plan(max_docs, max_bytes)
 
 
-def read_unit(params: Any, source: SourceInfo, unit: InputUnit) -> pa.Table:
+def read_unit(params: ReaderParams, source: SourceInfo, unit: InputUnit) -> pa.Table:
     """Documents of one unit, with `reason` set on those to quarantine."""
     table = make_reader(params, source).read(unit)
     return with_document_checks(table, source.max_doc_bytes)

@@ -4,19 +4,22 @@ Text goes through fastText lid.176 (the package-shipped model by default): the
 top language lands in `lang`, its probability in `lang_score`, and a document
 is kept when that language is in the keep list with at least the threshold
 (RefinedWeb: English at 0.65). Code keeps the language ingest gave it (a
-source's own column, or extension/filename/shebang for trees); a code document
-with no language is detected once more from its path and first bytes, then
-dropped if still unknown or not in the keep list.
+source's own column, or go-enry's answer for trees); a code document with no
+language is detected once more by go-enry from its path and content
+(filters/langid/code.py), then dropped if still unknown (`unknown: drop`, the
+default; `keep` keeps it with no language) or not in the keep list.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from ..filters.langid.code import detect_code_language
+from ..filters.langid.code import CONTENT_BYTES, TAIL_BYTES, detect_code_language
 from ..filters.langid.text import FastTextLanguageID
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 
@@ -47,7 +50,11 @@ class CodeLangParams(_Strict):
     """Programming languages to keep (The Stack's names, case-insensitive); null keeps every
     document whose language is known."""
     detect_missing: bool = True
-    """Detect a missing language from path/shebang/content before calling it unknown."""
+    """Detect a missing language with go-enry (path, modeline, shebang, content) before
+    calling it unknown."""
+    unknown: Literal["drop", "keep"] = "drop"
+    """A code document whose language go-enry cannot place either: `drop` removes it as
+    `unknown_language`, `keep` keeps it with a null `lang`."""
 
 
 class LangIdParams(StageParams):
@@ -126,12 +133,12 @@ class LangId(DocumentStage[LangIdParams]):
         for i in rows:
             if not langs[i] and p.detect_missing and paths[i]:
                 text = docs.column("text")[i].as_py()
-                # The tail: a modeline may sit in the last 5 lines (bash-completion's).
-                langs[i] = detect_code_language(paths[i],
-                                                text[:4096].encode("utf-8", "replace"),
-                                                text[-2048:].encode("utf-8", "replace"))
+                if len(text) > CONTENT_BYTES:  # go-enry sees a head and a tail
+                    text = text[:CONTENT_BYTES - TAIL_BYTES] + text[-TAIL_BYTES:]
+                langs[i] = detect_code_language(paths[i], text.encode("utf-8", "replace"))
             if not langs[i]:
-                reasons[i] = "unknown_language"
+                if p.unknown == "drop":
+                    reasons[i] = "unknown_language"
             elif keep is not None and langs[i].lower() not in keep:  # type: ignore[union-attr]
                 reasons[i] = "language_not_kept"
                 details[i] = langs[i]

@@ -16,7 +16,9 @@ untouched. The conversion itself is filters/notebooks.py.
 Column `nb_language` says the notebook's language for every converted document.
 Reasons: `invalid_notebook` (not JSON, or not valid nbformat; the detail says
 where), `empty_notebook` (no cell with content), `unknown_language` (script only:
-no language in the metadata, no `default_language`, or one jupytext cannot write).
+no language in the metadata and no `default_language`). A notebook in a language
+jupytext writes no script of (Kotlin, Ruby, ...) keeps its language and its code
+cells (`to_code`).
 """
 
 from __future__ import annotations
@@ -84,9 +86,10 @@ class Notebooks(DocumentStage[NotebooksParams]):
             nb_langs[i] = language.name
             if p.format == "structured":
                 texts[i] = nbf.to_structured(nb, p.max_output_chars)
-            elif language.extension is None:
-                reasons[i] = "unknown_language"
-                details[i] = f"language {language.name!r}" if language.name else "no language"
+            elif language.name is None:
+                reasons[i], details[i] = "unknown_language", "no language"
+            elif language.extension is None:  # a language jupytext writes no script of
+                texts[i], langs[i] = nbf.to_code(nb), language.name
             else:
                 texts[i] = nbf.to_script(nb, language.extension, p.style, p.comment_magics)
                 langs[i] = language.name

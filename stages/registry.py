@@ -37,6 +37,7 @@ class StageInfo:
 STAGE_INFO: dict[str, StageInfo] = {
     "ingest": StageInfo("ingest:Ingest", listed=False),
     "notebooks": StageInfo("notebooks:Notebooks"),
+    "optout": StageInfo("optout:OptOut"),
     "licenses": StageInfo("licenses:Licenses"),
     "langid": StageInfo("langid:LangId"),
     "quality": StageInfo("quality:Quality"),

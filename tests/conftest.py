@@ -49,3 +49,31 @@ def run_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
     return env
+
+
+DEMO_SAMPLE = 0.1
+"""The workbench tests' demo: a seeded tenth of every source (`build --sample 0.1`)."""
+
+
+def demo_manifest(sample: float | int | None = DEMO_SAMPLE, edit: Any = None) -> Any:
+    """manifests/demo.yaml (read from beside it, as `build -m` reads it) with `sample`, and
+    `edit(raw)` applied to its YAML first (e.g. one threshold changed)."""
+    from lemur_data.pipeline.manifest import parse_manifest
+
+    raw = yaml.safe_load((REPO / "manifests" / "demo.yaml").read_text())
+    if edit is not None:
+        edit(raw)
+    if sample is not None:
+        raw["sample"] = sample
+    return parse_manifest(raw, "manifests/demo.yaml", REPO / "manifests")
+
+
+@pytest.fixture(scope="session")
+def demo_sample(ray_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build of the demo's 10% sample per test session, shared by the workbench tests
+    (inspect, explain, diff, the report's examples) and the sample's own test."""
+    from lemur_data.pipeline.build import build
+
+    run = tmp_path_factory.mktemp("workbench") / "demo-sample"
+    build(demo_manifest(), str(run), workers=2, progress="none")
+    return run

@@ -181,7 +181,7 @@ def test_bash_completion_scripts_identified_by_their_modelines() -> None:
     """Debian's bash-completion scripts have no extension and no shebang; the package
     says they are shell, and so do their Emacs (`# -*- shell-script -*-`, first line)
     and Vim (`# ex: filetype=sh`, last line) modelines. Either one suffices."""
-    from lemur_data.filters.langid.code import FILENAMES
+    import enry
 
     folder = _debian_package("bash-completion") / "usr/share/bash-completion/completions"
     scripts = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink()]
@@ -189,14 +189,14 @@ def test_bash_completion_scripts_identified_by_their_modelines() -> None:
     for path in scripts:
         data = path.read_bytes()
         assert not data.startswith(b"#!"), path
-        assert detect_code_language(path.name, data[:4096], data[-2048:]) == "Shell", path
+        assert detect_code_language(path.name, data) == "Shell", path
         emacs_only = data.replace(b"ex: filetype=sh", b"")
-        assert detect_code_language(path.name, emacs_only[:4096], emacs_only[-2048:]) == "Shell"
+        assert detect_code_language(path.name, emacs_only) == "Shell"
         vim_only = data.replace(b"shell-script", b"")
-        assert detect_code_language(path.name, vim_only[:4096], vim_only[-2048:]) == "Shell"
+        assert detect_code_language(path.name, vim_only) == "Shell"
         bare = vim_only.replace(b"ex: filetype=sh", b"")
-        if "." not in path.name and path.name not in FILENAMES:  # (configure, x.py)
-            assert detect_code_language(path.name, bare[:4096], bare[-2048:]) is None, path
+        if "." not in path.name and not enry.get_language_by_filename(path.name).language:
+            assert detect_code_language(path.name, bare) is None, path
 
 
 def test_modelines_shebangs_and_ambiguous_extensions() -> None:
@@ -213,7 +213,8 @@ def test_modelines_shebangs_and_ambiguous_extensions() -> None:
         ("x", b"#! /bin/sh -e\n"): "Shell",
         ("x", b"#!/usr/local/bin/python3.11\n"): "Python",
         ("bin.d.ts", b"#!/bin/env node\nexport {};\n"): "TypeScript",
-        ("app_de.ts", b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE TS>\n'): "XML",
+        ("app_de.ts", b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE TS>\n'
+                      b'<TS version="2.1" language="de_DE">\n'): "XML",
         ("Gemfile", b"source 'https://rubygems.org'\n"): "Ruby",
         ("PKGBUILD", b"pkgname=x\n"): "Shell",
     }
@@ -241,16 +242,20 @@ def test_headers_resolved_by_content() -> None:
     assert as_cpp.count("C++") / len(as_cpp) >= 0.9
 
 
-def test_code_table_covers_the_stacks_main_languages() -> None:
-    from lemur_data.filters.langid.code import EXTENSIONS, FILENAMES, INTERPRETERS
+def test_linguist_names_cover_the_stacks_main_languages() -> None:
+    """go-enry resolves The Stack's names of its main languages to themselves, and a
+    notebook kernel's names to linguist's."""
+    from lemur_data.filters.langid.code import language_by_name
 
-    known = set(EXTENSIONS.values()) | set(FILENAMES.values()) | set(INTERPRETERS.values())
-    main = {"Python", "JavaScript", "TypeScript", "Java", "C", "C++", "C#", "Go", "Rust", "PHP",
+    main = ["Python", "JavaScript", "TypeScript", "Java", "C", "C++", "C#", "Go", "Rust", "PHP",
             "Ruby", "Shell", "Kotlin", "Scala", "Swift", "Lua", "Perl", "R", "Julia", "Haskell",
             "SQL", "HTML", "CSS", "Markdown", "JSON", "YAML", "Dockerfile", "Makefile",
             "PowerShell", "Fortran", "Assembly", "Dart", "Elixir", "Erlang", "OCaml", "F#",
-            "Visual Basic", "CUDA", "TeX", "Jupyter Notebook"}
-    assert main <= known and len(known) >= 30
+            "Visual Basic .NET", "Cuda", "TeX", "Jupyter Notebook"]
+    assert {name: language_by_name(name) for name in main} == {name: name for name in main}
+    assert [language_by_name(k) for k in ("python3", "csharp", "octave", "q", "bash")] == [
+        "Python", "C#", "MATLAB", "q", "Shell"]
+    assert language_by_name("no-such-language") is None
 
 
 def test_code_documents_trust_lang_detect_missing_and_drop_unknown() -> None:
@@ -294,3 +299,66 @@ def test_build_on_ray_drops_other_languages(ray_session, tmp_path: Path) -> None
         (run_dir / "stages").glob("*langid*/*.parquet"))])
     assert set(kept.column("lang").to_pylist()) == {"en"}
     assert kept.num_rows >= 15 and min(kept.column("lang_score").to_pylist()) >= 0.5
+
+
+def test_typescript_declarations_with_a_node_shebang_stay_typescript() -> None:
+    """The one exception to go-enry: lib0's and mkdirp's `bin.d.ts` start with
+    `#!/usr/bin/env node`; go-enry asks the shebang first (JavaScript), The Stack labels
+    them by their extension (TypeScript), and the syntax stage must parse them so."""
+    import enry
+
+    mkdirp = "package/node_modules/cacache/node_modules/mkdirp"
+    files = [fixture("lib0") / "package/bin/0serve.d.ts",
+             fixture("npm") / mkdirp / "dist/cjs/src/bin.d.ts"]
+    for path in files:
+        data = path.read_bytes()
+        assert data.startswith(b"#!") and b"node" in data.split(b"\n", 1)[0]
+        assert enry.get_language(path.name, data) == "JavaScript"
+        assert detect_code_language(str(path), data) == "TypeScript"
+
+
+def test_syntax_grammars_are_named_in_linguist_names() -> None:
+    from lemur_data.filters.langid.code import language_by_name
+    from lemur_data.filters.syntax.check import GRAMMARS
+
+    assert [language_by_name(name) for name in GRAMMARS] == list(GRAMMARS)
+
+
+def test_unknown_code_is_dropped_or_kept() -> None:
+    py = (STDLIB / "json" / "decoder.py").read_text()
+    docs = documents_table([
+        {"id": "a", "text": py, "source": "s", "kind": "code", "lang": None, "path": "notes.xyz"},
+        {"id": "b", "text": py, "source": "s", "kind": "code", "lang": None, "path": "a/b.py"}])
+    drop = LangId(LangIdParams.model_validate({"text": None, "code": {}})).apply(docs, CTX)
+    assert drop.reasons.to_pylist() == ["unknown_language", None]
+    kept = LangId(LangIdParams.model_validate({"text": None, "code": {"unknown": "keep"}}))
+    result = kept.apply(docs, CTX)
+    assert result.reasons.to_pylist() == [None, None]
+    assert result.table.column("lang").to_pylist() == [None, "Python"]
+
+
+def test_without_go_enry_a_manifest_that_needs_detection_fails(tmp_path: Path) -> None:
+    """On a machine where enry-python does not load (no wheel for Linux aarch64), a code
+    source without a language fails validation naming the reason; one with `lang:` passes.
+    Run in a fresh interpreter where `import enry` fails, as it does there."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.py").write_text("print(1)\n")
+    script = f"""
+import sys
+sys.modules["enry"] = None  # what a machine without the wheel sees: ImportError
+from lemur_data.pipeline.manifest import ManifestError, parse_manifest
+base = {{"name": "m", "sources": [{{"name": "c", "kind": "code",
+         "reader": {{"type": "files", "paths": [{str(tmp_path)!r}]}}}}]}}
+try:
+    parse_manifest(base, "m", None)
+except ManifestError as error:
+    print("ERROR", error)
+base["sources"][0]["lang"] = "Python"
+print("FIXED", parse_manifest(base, "m", None).fingerprint())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout
+    assert "ERROR" in out and "sources ['c']" in out and "enry-python" in out, out
+    assert "FIXED" in out

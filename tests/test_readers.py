@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import inspect
 import itertools
 import json
 import shutil
@@ -17,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lemur_data.pipeline.manifest import parse_manifest
-from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.stages.ingest import READERS, make_reader, plan_units, read_unit
 from lemur_data.stages.readers import jsonl as jsonl_reader
-from lemur_data.stages.readers.common import ReaderError
+from lemur_data.stages.readers.common import Reader, ReaderError
 from tests.realdata import (
     PURELIB,
     STDLIB,
@@ -28,6 +29,23 @@ from tests.realdata import (
     stdlib_files,
     write_jsonl,
 )
+
+
+def test_every_reader_keeps_the_contract() -> None:
+    """Each manifest reader type is a concrete `Reader` whose Params' `type` is its name,
+    and `make_reader` builds it from its validated parameters."""
+    assert sorted(READERS) == ["files", "hf_dataset", "jsonl", "parquet", "python_object",
+                               "tree"]
+    for name, cls in READERS.items():
+        assert issubclass(cls, Reader) and not inspect.isabstract(cls)
+        assert cls.type_name() == name
+    manifest = parse_manifest({"name": "t", "sources": [
+        {"name": "topics", "kind": "text",
+         "reader": {"type": "python_object", "object": "pydoc_data.topics:topics"}}]})
+    spec = manifest.sources[0]
+    reader = make_reader(spec.reader, spec.info())
+    assert type(reader) is READERS["python_object"]
+    assert reader.params is spec.reader and reader.where == "source 'topics'"
 
 
 def units_and_tables(source: dict, tmp_path: Path, max_docs: int = 1000,

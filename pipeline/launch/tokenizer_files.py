@@ -15,9 +15,11 @@ from typing import Literal
 from ...stages import storage
 from ...stages.tokenize.tokenizer import (
     DEFAULT_PACKAGE_MODEL,
+    MAX_TOKENIZER_BYTES,
     TokenizerConfig,
     package_file,
 )
+from ...stages.user_file import read_user_file
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,8 @@ def stage_tokenizer(config: TokenizerConfig, launch_dir: str) -> TokenizerFiles:
     kind: Literal["sentencepiece", "json"] = "json" if source.endswith(".json") \
         else "sentencepiece"
     files = tokenizer_files(launch_dir, kind)
-    fs, path = storage.filesystem(source)
-    with fs.open(path, "rb") as handle:
-        storage.write_bytes_atomic(files.file, handle.read())
+    storage.write_bytes_atomic(files.file, read_user_file(
+        source, what=f"tokenizer ({config.describe()})", max_bytes=MAX_TOKENIZER_BYTES))
     if kind == "json":  # AutoTokenizer needs to be told the class of a bare tokenizer.json
         storage.write_bytes_atomic(storage.join(files.model, "tokenizer_config.json"),
                                    json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"})

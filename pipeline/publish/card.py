@@ -103,8 +103,13 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
                      tokens.get(name, "-")])
-    return markdown_table(["source", "kind", "reader", "from", "language", "declared license",
-                      "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    table = markdown_table(["source", "kind", "reader", "from", "language", "declared license",
+                            "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    detector = stats.get("code_language_detector")
+    if detector:  # "detected": by this detector, in linguist's names
+        table += (f"\n\nCode language where a source states none: {detector}, in "
+                  "linguist's names (The Stack's).")
+    return table
 
 
 def _read(stats: dict[str, Any]) -> str:
@@ -238,6 +243,14 @@ def _limitations(stats: dict[str, Any]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
+def sample_note(sample: dict[str, Any]) -> str:
+    """The warning a sampled run's card and report open with."""
+    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
+            else f"{sample['value']:,} documents per source")
+    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
+            "tune the manifest; its counts describe the sample, not the corpus.")
+
+
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
                 plots: list[str], include: Include = "parquet",
                 expansions: dict[str, str] | None = None) -> DatasetCard:
@@ -259,6 +272,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
 
     body = [
         f"# {data.pretty_name}",
+        *([sample_note(stats["sample"])] if stats.get("sample") else []),
         f"A code-intensive pretraining corpus curated by lemur-data {version} "
         f"from the manifest `{stats['manifest']}` (fingerprint `{stats['fingerprint']}`): "
         f"{output['docs']:,} documents, {output['bytes']:,} bytes of text"

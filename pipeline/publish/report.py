@@ -215,6 +215,17 @@ def _profile_section(stats: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _sample_banner(stats: dict[str, Any]) -> str:
+    """A sampled run says so first: it is for tuning, not for training."""
+    if not stats.get("sample"):
+        return ""
+    from .card import sample_note
+
+    text = esc(sample_note(stats["sample"])).replace("**", "")
+    style = "background:#fff3cd;border:1px solid #e0c36c;padding:.6em 1em"
+    return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
+
+
 def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "") -> str:
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
@@ -230,6 +241,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
     by_lang = sorted(output["by_lang"].items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))
     body = [
         f"<h1>{esc(stats['manifest'])}</h1>",
+        _sample_banner(stats),
         f"<p class='sub'>lemur-data run report &middot; manifest fingerprint "
         f"<code>{esc(stats['fingerprint'])}</code> &middot; output in "
         f"<code>{esc(output['dir'])}/</code> &middot; stage timings in timings.json</p>",

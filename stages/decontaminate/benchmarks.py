@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ...filters.decontaminate import ItemPart, words
+from ..user_file import MiB, UserFileError, read_user_file
+
+# A benchmark's data file (MMLU's test split is the largest, ~8 MB); also its gzip content.
+MAX_BENCHMARK_BYTES = 1024 * MiB
 
 Row = dict[str, Any]
 
@@ -202,13 +206,14 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in [
 
 def read_rows(path: str) -> list[Row]:
     """Rows of a .jsonl[.gz], .json (a list, or {"data": [...]}) or .parquet file."""
-    import fsspec
-
-    with fsspec.open(path, "rb") as handle:
-        data = handle.read()
+    data = read_user_file(path, what="benchmark file", max_bytes=MAX_BENCHMARK_BYTES)
     name = path.lower()
     if name.endswith(".gz"):
-        data, name = gzip.decompress(data), name[:-3]
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+            data, name = unpacked.read(MAX_BENCHMARK_BYTES + 1), name[:-3]
+        if len(data) > MAX_BENCHMARK_BYTES:
+            raise UserFileError(f"{path}: the benchmark file unpacks to more than "
+                                f"{MAX_BENCHMARK_BYTES} bytes; not read")
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 

@@ -1,13 +1,15 @@
-"""What every reader shares: the source it reads for, input units, row collection."""
+"""What every reader shares: the contract (`Reader`), the source it reads for, input
+units, row collection."""
 
 from __future__ import annotations
 
 import glob as globlib
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +27,9 @@ class ReaderError(Exception):
 
 
 class ReaderParams(BaseModel):
+    """A reader's manifest parameters (`sources[].reader`). Each reader's subclass has a
+    `type: Literal["name"]` field: the reader's name in the manifest."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -57,6 +62,51 @@ class InputUnit:
     @property
     def shard_id(self) -> str:
         return f"{self.source}-{self.index:05d}"
+
+
+P = TypeVar("P", bound=ReaderParams)
+"""A reader's own parameter model; `self.params` has that type."""
+
+
+class Reader(ABC, Generic[P]):
+    """An input format: lists a source's input as units (`plan`) and reads one unit as
+    documents (`read`). Built from the manifest's `reader:` parameters and the source,
+    in the driver to plan and in each worker to read, so it holds no open files.
+
+    A reader quarantines what it cannot use (a row with `reason` set, `detail` naming the
+    file and line) rather than raising, unless `source.on_bad_file` is `fail`; it raises
+    `ReaderError` for input that cannot be read as configured at all.
+    """
+
+    Params: ClassVar[type[ReaderParams]]
+    """The class the manifest's `reader:` mapping is validated with (the reader's `P`);
+    its `type` literal is the reader's name (`type_name`)."""
+
+    def __init__(self, params: P, source: SourceInfo) -> None:
+        self.params: P = params
+        self.source = source
+
+    @classmethod
+    def type_name(cls) -> str:
+        """The reader's name in the manifest: its Params' `type` literal."""
+        (name,) = get_args(cls.Params.model_fields["type"].annotation)
+        return str(name)
+
+    @property
+    def where(self) -> str:
+        """How error messages name the source: `source 'name'`."""
+        return f"source {self.source.name!r}"
+
+    @abstractmethod
+    def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
+        """The source's input cut into units of at most `max_docs` documents and about
+        `max_bytes` bytes. Deterministic (same input, same units, whatever the worker
+        count) and cheap: listings and footers, not the documents."""
+
+    @abstractmethod
+    def read(self, unit: InputUnit) -> pa.Table:
+        """The documents of one unit of `plan`, as a READ_SCHEMA table; rows to
+        quarantine have `reason` (and `detail`) set."""
 
 
 class RowCollector:
@@ -209,6 +259,6 @@ def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int)
     return chunks
 
 
-__all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "ReaderError", "ReaderParams",
-           "RowCollector", "SourceInfo", "bad_file_table", "chunk_by", "decode_text",
-           "document_id", "escape_surrogates", "expand_paths"]
+__all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "Reader", "ReaderError",
+           "ReaderParams", "RowCollector", "SourceInfo", "bad_file_table", "chunk_by",
+           "decode_text", "document_id", "escape_surrogates", "expand_paths"]

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ...filters.langid.code import detect_code_language
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
@@ -67,17 +68,13 @@ class FilesParams(ReaderParams):
     """Files or glob patterns (local or fsspec URLs), one document per file."""
 
 
-class TreeReader:
+class TreeReader(Reader[TreeParams]):
     Params = TreeParams
-
-    def __init__(self, params: TreeParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         root = self.params.root
         if not os.path.isdir(root):
-            raise ReaderError(f"source {self.source.name!r}: reader.root {root!r} is not a folder")
+            raise ReaderError(f"{self.where}: reader.root {root!r} is not a folder")
         tops = [root] if self.params.subdirs is None else [
             os.path.join(root, d) for d in sorted(self.params.subdirs)
             if os.path.isdir(os.path.join(root, d))]
@@ -162,15 +159,11 @@ class TreeReader:
         return rows.table()
 
 
-class FilesReader:
+class FilesReader(Reader[FilesParams]):
     Params = FilesParams
 
-    def __init__(self, params: FilesParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
-
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
-        files = expand_paths(self.params.paths, f"source {self.source.name!r}")
+        files = expand_paths(self.params.paths, self.where)
         sizes = [file_size(path) for path, _ in files]
         chunks = chunk_by(list(zip(files, sizes, strict=True)), sizes, max_docs, max_bytes)
         return [InputUnit(self.source.name, i, {"files": chunk}, len(chunk),
@@ -203,7 +196,7 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
     text, bad_utf8 = decode_text(raw)
     lang = source.lang
     if lang is None and source.kind == "code":
-        lang = detect_code_language(rel, head, raw[-2048:])  # tail: a closing modeline
+        lang = detect_code_language(rel, raw)
     rows.add(rel, text, "invalid_utf8" if bad_utf8 else None, bad_utf8, path=rel, lang=lang,
              **fields)
 

@@ -6,17 +6,46 @@ rows; a downloaded (non-streaming) or saved dataset is cut into shards of 10,000
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 import pyarrow as pa
+from pydantic import model_validator
 
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
-    SourceInfo,
 )
+
+
+class LoadingScriptError(ReaderError):
+    """A dataset that only opens through a Python loading script, which `datasets` >= 4
+    no longer runs: a manifest error (exit 2), not a failed run."""
+
+
+_SCRIPT_REFUSED = "Dataset scripts are no longer supported"
+
+
+def loading_script(path: str) -> str | None:
+    """The loading script a local dataset `path` would need (`name/name.py`, or `path`
+    itself when it is a .py file), as `datasets.load_dataset` looks for it; else None."""
+    if path.endswith(".py") and os.path.isfile(path):
+        return path
+    script = os.path.join(path, os.path.basename(os.path.normpath(path)) + ".py")
+    return script if os.path.isdir(path) and os.path.isfile(script) else None
+
+
+def script_message(path: str, name: str | None, split: str, script: str) -> str:
+    """The one line that says why such a dataset cannot be read and what to read instead."""
+    config = name or "default"
+    return (f"dataset {path!r} needs its loading script {os.path.basename(script)!r}, which "
+            f"datasets>=4 no longer runs; read its files instead: the Hub's parquet conversion, "
+            f"revision refs/convert/parquet (reader {{type: parquet, paths: [\"hf://datasets/{path}@refs%2Fconvert%2Fparquet/"
+            f"{config}/{split}/*.parquet\"]}}) or the dataset's own data files (reader type "
+            f"jsonl or parquet on the files the script downloads)")
 
 
 class HFDatasetParams(ReaderParams):
@@ -35,13 +64,18 @@ class HFDatasetParams(ReaderParams):
     from_disk: bool = False
     """Open `path` with `datasets.load_from_disk` (a dataset saved by save_to_disk)."""
 
+    @model_validator(mode="after")
+    def _no_loading_script(self) -> HFDatasetParams:
+        # Local folders are checked here (validate, offline); a Hub dataset's script is
+        # only known once `plan` asks the Hub (HFDatasetReader._load).
+        script = None if self.from_disk else loading_script(self.path)
+        if script is not None:
+            raise ValueError(script_message(self.path, self.name, self.split, script))
+        return self
 
-class HFDatasetReader:
+
+class HFDatasetReader(Reader[HFDatasetParams]):
     Params = HFDatasetParams
-
-    def __init__(self, params: HFDatasetParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def _load(self) -> Any:
         try:
@@ -61,7 +95,11 @@ class HFDatasetReader:
                 if p.streaming:
                     return dataset
         except Exception as error:  # noqa: BLE001 - network, missing files, bad builder
-            raise ReaderError(f"source {self.source.name!r}: cannot open dataset "
+            if _SCRIPT_REFUSED in str(error):
+                script = str(error).rsplit(" ", 1)[-1]
+                raise LoadingScriptError(f"{self.where}: " + script_message(
+                    p.path, p.name, p.split, script)) from None
+            raise ReaderError(f"{self.where}: cannot open dataset "
                               f"{p.path!r} split {p.split!r}: {error}") from error
         # A map-style dataset sits in local arrow files: shards of 10k rows read lazily.
         return dataset.to_iterable_dataset(num_shards=max(1, len(dataset) // 10000))

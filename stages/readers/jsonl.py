@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
-    SourceInfo,
     bad_file_table,
     decode_text,
     expand_paths,
@@ -40,17 +40,13 @@ class JsonlParams(ReaderParams):
     """Files or glob patterns; compression is inferred from the extension."""
 
 
-class JsonlReader:
+class JsonlReader(Reader[JsonlParams]):
     Params = JsonlParams
-
-    def __init__(self, params: JsonlParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         units: list[InputUnit] = []
         expansion: dict[str, float] = {}  # by extension, from the first such file
-        for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
+        for path, rel in expand_paths(self.params.paths, self.where):
             size = file_size(path)
             if path.endswith(_COMPRESSED):  # one unit; its size only informs `lemur-data plan`
                 ext = path.rsplit(".", 1)[-1]

@@ -25,9 +25,9 @@ from pydantic import PositiveInt
 from .common import (
     READ_SCHEMA,
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
-    SourceInfo,
     bad_file_table,
     document_id,
     expand_paths,
@@ -44,16 +44,12 @@ class ParquetParams(ReaderParams):
     of this size and dropped)."""
 
 
-class ParquetReader:
+class ParquetReader(Reader[ParquetParams]):
     Params = ParquetParams
-
-    def __init__(self, params: ParquetParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         units: list[InputUnit] = []
-        for path, rel in expand_paths(self.params.paths, f"source {self.source.name!r}"):
+        for path, rel in expand_paths(self.params.paths, self.where):
             try:
                 meta = _open(path).metadata
             except Exception as error:  # noqa: BLE001 - any unreadable footer is a bad file

@@ -13,10 +13,10 @@ import pyarrow as pa
 
 from .common import (
     InputUnit,
+    Reader,
     ReaderError,
     ReaderParams,
     RowCollector,
-    SourceInfo,
 )
 
 
@@ -26,19 +26,15 @@ class PythonObjectParams(ReaderParams):
     """`module:attribute` of a dict of strings or a list of strings."""
 
 
-class PythonObjectReader:
+class PythonObjectReader(Reader[PythonObjectParams]):
     Params = PythonObjectParams
-
-    def __init__(self, params: PythonObjectParams, source: SourceInfo) -> None:
-        self.params = params
-        self.source = source
 
     def _items(self) -> list[tuple[str, object]]:
         module_name, _, attribute = self.params.object.partition(":")
         try:
             value = getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as error:
-            raise ReaderError(f"source {self.source.name!r}: reader.object "
+            raise ReaderError(f"{self.where}: reader.object "
                               f"{self.params.object!r} cannot be imported ({error})") from error
         if isinstance(value, dict):
             return sorted((str(k), v) for k, v in value.items())

@@ -15,9 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
+from ..user_file import MiB, read_user_file
+
 # A 32k Llama-style SentencePiece model (byte fallback, <unk>=0 <s>=1 </s>=2) that
 # mistral_common ships: the offline default, so the demo tokenizes with no network.
 DEFAULT_PACKAGE_MODEL = "mistral_common:data/tokenizer.model.v1"
+
+# The largest tokenizer.json on the Hub is a few tens of MB; a SentencePiece model less.
+MAX_TOKENIZER_BYTES = 1024 * MiB
 
 # Megatron-core stores tokens as uint16 below this vocabulary size (DType.optimal_dtype).
 UINT16_VOCAB_LIMIT = 65500
@@ -101,10 +106,14 @@ def load_tokenizer(config: TokenizerConfig) -> TextTokenizer:
         path = _local(config.sentencepiece)
     else:
         path = package_file(config.package or DEFAULT_PACKAGE_MODEL)
+    # One bounded read of a regular file: a FIFO or /dev/zero named as the tokenizer is
+    # refused here instead of hanging or filling memory inside the backend's own open().
+    data = read_user_file(path, what=f"tokenizer ({config.describe()})",
+                          max_bytes=MAX_TOKENIZER_BYTES)
     if config.file or path.endswith(".json"):
-        tokenizer = _from_json(path, config)
+        tokenizer = _from_json(data, config)
     else:
-        tokenizer = _from_sentencepiece(path, config)
+        tokenizer = _from_sentencepiece(data, config)
     if config.eos and tokenizer.eos_id is None:
         raise ValueError(f"tokenizer {config.describe()} has no EOS token; set tokenizer.eos_id")
     if config.bos and tokenizer.bos_id is None:
@@ -151,20 +160,20 @@ def _hub_file(repo_id: str, revision: str | None) -> str:
         return hf_hub_download(repo_id, "tokenizer.json", revision=revision, token=token)
 
 
-def _from_sentencepiece(path: str, config: TokenizerConfig) -> TextTokenizer:
+def _from_sentencepiece(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     import sentencepiece as spm
 
-    model = spm.SentencePieceProcessor(model_file=path)
+    model = spm.SentencePieceProcessor(model_proto=data)
     bos = config.bos_id if config.bos_id is not None else model.bos_id()
     eos = config.eos_id if config.eos_id is not None else model.eos_id()
     return TextTokenizer(config.describe(), model, "sentencepiece", model.vocab_size(),
                          bos if bos >= 0 else None, eos if eos >= 0 else None, config.threads)
 
 
-def _from_json(path: str, config: TokenizerConfig) -> TextTokenizer:
+def _from_json(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     from tokenizers import Tokenizer
 
-    model = Tokenizer.from_file(path)
+    model = Tokenizer.from_buffer(data)
     return TextTokenizer(config.describe(), model, "tokenizers",
                          model.get_vocab_size(with_added_tokens=True),
                          _special(model, config.bos_id, _BOS_NAMES),

@@ -35,6 +35,11 @@ CODE_SUFFIXES = {".py", ".js", ".json", ".html", ".css", ".yaml", ".c", ".h"}
 
 
 def code_corpus(limit_mb: float) -> list[str]:
+    return [text for _, text in code_files(limit_mb)]
+
+
+def code_files(limit_mb: float) -> list[tuple[str, str]]:
+    """(path relative to its root, text) of the code corpus."""
     texts, total = [], 0
     for root in (STDLIB, PURELIB):
         for path in sorted(root.rglob("*")):
@@ -44,7 +49,7 @@ def code_corpus(limit_mb: float) -> list[str]:
                     text = path.read_text()
                 except (UnicodeDecodeError, OSError):
                     continue
-                texts.append(text)
+                texts.append((str(path.relative_to(root)), text))
                 total += len(text.encode())
                 if total >= limit_mb * 1e6:
                     return texts
@@ -98,6 +103,28 @@ def bench_langid(texts: list[str]) -> tuple[float, float]:
             cpu(lambda: [theirs.filter(d) for d in docs], 3))
 
 
+def bench_code_langid(files: list[tuple[str, str]]) -> tuple[float, float]:
+    """The langid stage on code without a language column (go-enry on every file),
+    against the hand-written table it replaced (tests/calibration/stack_table.py) on the
+    same head and tail."""
+    from lemur_data.stages.base import ShardContext
+    from lemur_data.stages.langid import LangId, LangIdParams
+    from lemur_data.stages.storage import documents_table
+    from tests.calibration.stack_table import detect_code_language as table
+
+    docs = documents_table([{"id": str(i), "text": t, "source": "s", "kind": "code",
+                             "lang": None, "path": p} for i, (p, t) in enumerate(files)])
+    stage = LangId(LangIdParams.model_validate({"text": None, "code": {"keep": None}}))
+    ctx = ShardContext("bench", "/tmp", 0)
+
+    def by_table() -> None:
+        for path, text in files:
+            table(path, text[:4096].encode("utf-8", "replace"),
+                  text[-2048:].encode("utf-8", "replace"))
+
+    return cpu(lambda: stage.apply(docs, ctx), 3), cpu(by_table, 3)
+
+
 def bench_code(texts: list[str]) -> tuple[float, float]:
     thresholds = code_rules.CODE_PRESETS["starcoder2"].default
     column = pa.array(texts, pa.large_string())
@@ -132,7 +159,11 @@ def main() -> None:
     mb = size_mb(multi + text)
     ours, ref = bench_langid(multi + text)
     rows.append(("langid (fastText lid.176)", mb, ours, ref, "datatrove LanguageFilter"))
+    files = code_files(args.code_mb)
     mb = size_mb(code)
+    ours, ref = bench_code_langid(files)
+    rows.append(("langid on code (go-enry)", mb, ours, ref, "the hand-written table"))
+    per_file = (1e6 * ours / len(files), 1e6 * ref / len(files))
     ours, ref = bench_code(code)
     rows.append(("code quality (starcoder2)", mb, ours, ref, "per-file Python (check_one)"))
     mb = size_mb(text)
@@ -145,6 +176,8 @@ def main() -> None:
     for name, size, ours_s, ref_s, label in rows:
         print(f"{name:36} {size:7.2f} {size / ours_s:15.2f} {size / ref_s:14.2f} "
               f"{ref_s / ours_s:6.1f}x  {label}")
+    print(f"langid on code, CPU per file over {len(files):,} files: go-enry (whole stage) "
+          f"{per_file[0]:.0f} us, table {per_file[1]:.0f} us")
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ def main() -> None:
             if b"\0" in data[:4096] or not corpus._is_text(data[:4096]):
                 continue
             files += 1
-            right += detect_code_language(str(path), data[:4096], data[-2048:]) == language
+            right += detect_code_language(str(path), data) == language
             verdict = syntax_check.rejects(
                 checker.check_file(data), params.share_for(language),
                 params.missing_for(language), params.unbalanced_for(language))

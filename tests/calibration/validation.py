@@ -122,7 +122,7 @@ def _language(entry: str) -> str | None:
         return None
     if data.startswith(b"// errorcheck"):  # Go's test suite: meant to fail to compile
         return None
-    return detect_code_language(path, data[:4096], data[-2048:])
+    return detect_code_language(path, data)
 
 
 def write_lists(languages: list[str]) -> None:
@@ -176,7 +176,7 @@ def stated_language(package: str, path: str, head: bytes) -> str | None:
     """The language a file's extension (The Stack's label), its package or its
     interpreter states, without the detector; None where none does, and for a C
     header (`.h`: C or C++ by content, as in The Stack)."""
-    from lemur_data.filters.langid.code import EXTENSIONS
+    from tests.calibration.stack_table import EXTENSIONS
 
     name = path.rsplit("/", 1)[-1]
     suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
