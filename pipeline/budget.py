@@ -29,18 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import xxhash
-
 from ..stages.readers.common import InputUnit
 from .manifest import Manifest
 
 PILOT_SHARE = 0.01  # the pilot reads at least 1% of every source's units
-
-
-def unit_order(units: list[InputUnit], seed: int) -> list[InputUnit]:
-    """The seeded order in which a source's units are read (ties: by unit id)."""
-    return sorted(units, key=lambda u: (xxhash.xxh3_64_intdigest(
-        f"{seed}\x00{u.shard_id}".encode()), u.shard_id))
 
 
 def pilot_counts(manifest: Manifest, units: Mapping[str, list[InputUnit]]) -> dict[str, int]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..stages.base import StageParams, sources_in_scope
+from ..stages.base import GlobalStage, StageParams, sources_in_scope
 from ..stages.hooks import CostInput
-from ..stages.registry import is_global, stage_hooks
+from ..stages.registry import is_global, stage_class, stage_hooks
 from .budget import PILOT_SHARE
 from .manifest import Manifest
 
@@ -140,29 +140,12 @@ class EarlierReads:
     upper bound: all of them)."""
 
 
-def _folder_bytes(folder: str) -> int:
-    from ..stages import storage
-
-    fs, local = storage.filesystem(folder)
-    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
-
-
 def earlier_reads(manifest: Manifest) -> list[EarlierReads]:
-    """The extra reads of the dedup stages' `against` runs (their index sizes)."""
-    from ..stages import storage
-    from ..stages.incremental.index import IndexFiles, read_index
-
+    """The extra reads of the dedup stages' `against` runs (their `index_reads` hook)."""
     out = []
     for spec in manifest.stage_specs:
-        for run in getattr(spec.params, "against", None) or []:
-            root = IndexFiles(run).root
-            section = "exact" if spec.name == "exact_dedup" else "minhash"
-            docs = int((read_index(run).get(section) or {}).get("docs", 0))
-            if section == "exact":
-                full, partial = _folder_bytes(storage.join(root, "exact")), 0
-            else:
-                full = _folder_bytes(storage.join(root, "minhash", "bands"))
-                partial = (_folder_bytes(storage.join(root, "minhash", "docs"))
-                           + _folder_bytes(storage.join(root, "minhash", "shingles")))
-            out.append(EarlierReads(spec.name, run, docs, full, partial))
+        cls = stage_class(spec.name)
+        if issubclass(cls, GlobalStage):
+            out += [EarlierReads(spec.name, r.run, r.docs, r.bytes_read, r.bytes_candidates)
+                    for r in cls(spec.params).index_reads()]
     return out

@@ -209,11 +209,39 @@ class GlobalContext:
     partitions: int
 
 
+@dataclass(frozen=True)
+class IndexSource:
+    """What a dedup stage's `export_index` reads: its step as the run planned it, and the
+    run's kept documents (stages/dedup_index/)."""
+
+    ctx: GlobalContext
+    kept: pa.Array
+    """The ids of the run's kept documents (its final output), sorted."""
+    removed: dict[str, str]
+    """id -> kept_id of the duplicates the run's dedup stages removed in favour of its own
+    documents (every stage's `index_removed`)."""
+
+
+@dataclass(frozen=True)
+class IndexReads:
+    """What deduplicating against one indexed run reads of its index (`plan`)."""
+
+    run: str
+    docs: int
+    bytes_read: int
+    """Read in full, once per run (the exact hashes, or the MinHash band buckets)."""
+    bytes_candidates: int
+    """Read only in part, by row groups holding candidates (an upper bound: all)."""
+
+
 class GlobalStage(StageHooks, ABC, Generic[P]):
     """A stage that must see every shard before deciding (dedup, mixing)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
+    index_section: ClassVar[str | None] = None
+    """Its section of a run's dedup index (`lemur-data index`, `index: true`), if the
+    stage writes one; then it implements `export_index` and `index_removed`."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params
@@ -229,3 +257,17 @@ class GlobalStage(StageHooks, ABC, Generic[P]):
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
         """Figures for stats.json (parameters, cluster sizes, ...)."""
         return {}
+
+    def index_removed(self, ctx: GlobalContext) -> dict[str, str]:
+        """id -> kept_id of the documents it removed in favour of this run's own (not of
+        an indexed run's), from its finished work files."""
+        return {}
+
+    def export_index(self, source: IndexSource) -> dict[str, Any]:
+        """Write its section of the run's index from its work files; return the section
+        of index.json (its parameters a later run must match, its document counts)."""
+        raise NotImplementedError(f"{self.name} writes no dedup index")
+
+    def index_reads(self) -> list[IndexReads]:
+        """What it reads of each `against` run's index (`lemur-data plan`)."""
+        return []

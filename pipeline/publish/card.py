@@ -243,14 +243,6 @@ def _limitations(stats: dict[str, Any]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
-def sample_note(sample: dict[str, Any]) -> str:
-    """The warning a sampled run's card and report open with."""
-    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
-            else f"{sample['value']:,} documents per source")
-    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
-            "tune the manifest; its counts describe the sample, not the corpus.")
-
-
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
                 plots: list[str], include: Include = "parquet",
                 expansions: dict[str, str] | None = None) -> DatasetCard:
@@ -268,7 +260,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
                          "scores stages added)",
               "megatron": "`megatron/`: Megatron-LM `.bin`/`.idx` shards and `data_args.txt`",
               "none": "no data files: the card, statistics and report only"}[include]
-    from .report import by_count, stage_rows
+    from .report import by_count, sample_note, stage_rows
 
     body = [
         f"# {data.pretty_name}",

@@ -4,7 +4,7 @@ It renders whatever the run has: a stage missing from the manifest has no
 section, and a stage's own figures (MinHash parameters, cluster sizes, ...)
 are shown as they appear in stats.json. Nothing time-dependent goes in (the
 timings stay in timings.json), so a resumed run writes the same bytes.
-`write_run_docs` writes the figures, the report and the dataset card together.
+`run_docs.write_run_docs` writes the figures, the report and the dataset card together.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from ...stages import storage
 from ...stages.registry import STAGE_INFO, stage_hooks
-from .plots import Plot, make_plots
+from .plots import Plot
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
                  "by_flag", "params", "removed_by_detail"}
@@ -215,12 +215,18 @@ def _profile_section(stats: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def sample_note(sample: dict[str, Any]) -> str:
+    """The warning a sampled run's card and report open with."""
+    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
+            else f"{sample['value']:,} documents per source")
+    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
+            "tune the manifest; its counts describe the sample, not the corpus.")
+
+
 def _sample_banner(stats: dict[str, Any]) -> str:
     """A sampled run says so first: it is for tuning, not for training."""
     if not stats.get("sample"):
         return ""
-    from .card import sample_note
-
     text = esc(sample_note(stats["sample"])).replace("**", "")
     style = "background:#fff3cd;border:1px solid #e0c36c;padding:.6em 1em"
     return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
@@ -275,26 +281,3 @@ def manifest_yaml(run_dir: str) -> str:
     manifest = Manifest.model_validate(record["manifest"])
     return yaml.safe_dump(manifest.model_dump(mode="json", exclude_defaults=True),
                           sort_keys=False)
-
-
-def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
-    """plots/*.png, report.html and README.md (the card) from stats.json; their paths."""
-    from .card import write_card
-    from .public import public_text
-
-    stats = stats or storage.read_json(storage.join(run_dir, "stats.json"))
-    # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
-    stats = json.loads(json.dumps(stats, sort_keys=True))
-    plots = make_plots(stats)
-    written = []
-    for plot in plots:
-        path = storage.join(run_dir, "plots", f"{plot.name}.png")
-        storage.write_bytes_atomic(path, plot.png)
-        written.append(path)
-    text = manifest_yaml(run_dir)
-    report = storage.join(run_dir, "report.html")
-    page = public_text(render_report(stats, plots, text), run_dir)  # it is published
-    storage.write_bytes_atomic(report, page.encode())
-    written.append(report)
-    written.append(write_card(run_dir, stats, [p.name for p in plots], text))
-    return written

@@ -19,9 +19,9 @@ Phases (all deterministic; none depends on the number of workers):
   `pre_blended` writes one dataset (`blend_00000...`) where each component's
   documents are shuffled (seeded) and spread evenly by token mass, so every
   window of the stream holds the target mix (pack.py).
-- `index`: `data_args.txt` (weight prefix pairs for `--data-args-path`;
+- `data_args`: `data_args.txt` (weight prefix pairs for `--data-args-path`;
   each shard weighs its share of tokens, as the data are already mixed) and
-  `summary.json` (index.py).
+  `summary.json` (data_args.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ..base import (
     Task,
 )
 from ..hooks import Cost, CostInput
-from .index import WriteIndex
+from .data_args import WriteDataArgs
 from .pack import BlendAll, PackComponent
 from .params import MixParams, components_of
 from .plan import PlanMix
@@ -116,9 +116,9 @@ class MixAndPack(GlobalStage[MixParams]):
                 **writing, outputs_path=storage.join(outputs, "blend.json"),
                 components=components, seed=ctx.seed, batch_docs=p.blend_batch_docs))])
             written = [storage.join(outputs, "blend.json")]
-        index = Phase("index", [Task("index", WriteIndex(written, self.out_dir, plan_path,
-                                                           _absolute(self.out_dir)))])
-        return [split, planning, pack, index]
+        data_args = Phase("data_args", [Task("data_args", WriteDataArgs(
+            written, self.out_dir, plan_path, _absolute(self.out_dir)))])
+        return [split, planning, pack, data_args]
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
         return _NoApplier(self.params)
