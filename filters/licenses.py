@@ -165,6 +165,14 @@ def license_class(value: str | None) -> LicenseClass:
     return "non_permissive"
 
 
+def class_of(value: str | None, license_type: str | None = None) -> LicenseClass:
+    """The input's own class where it gives one (The Stack v2's `license_type`:
+    `permissive` or `no_license`), else `license_class(value)`."""
+    if license_type in ("permissive", "no_license"):
+        return license_type  # type: ignore[return-value]
+    return license_class(value)
+
+
 def check(value: str | None, allow: frozenset[str] | None, deny: frozenset[str],
           missing: Literal["keep", "drop"]) -> str | None:
     """The reason to drop a document for its licence, or None to keep it.

@@ -16,11 +16,11 @@ from ..stages import storage
 from ..stages.base import Phase
 from ..stages.dedup_index.format import IndexFiles
 from ..stages.readers.common import InputUnit
-from . import budget
+from . import budget, listing
 from .dedup_index import write_step_record
 from .executor import connect, run_phase
 from .manifest import Manifest
-from .planner import RunPlan, Step, list_units, plan_run
+from .planner import RunLayout, RunPlan, Step, list_units, plan_run
 from .progress import Mode, phase_progress
 from .sample import unit_order
 from .stats import run_stats
@@ -62,18 +62,73 @@ def earlier_indexes(manifest: Manifest) -> dict[str, str]:
     return found
 
 
-def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
-    """Record the manifest; refuse a folder made by a different manifest, or against
-    earlier runs whose index changed since.
+def _refuse_foreign(run_dir: str) -> None:
+    """A folder that exists and holds anything but a run's record is not this build's to
+    write in: refused before anything in it is written or deleted (`--run-dir ~` must
+    never walk a home folder)."""
+    fs, path = storage.filesystem(run_dir)
+    if not fs.exists(path):
+        return
+    if not fs.isdir(path):
+        raise RunDirError(f"--run-dir {run_dir} is a file, not a folder")
+    # a run killed while it wrote its record leaves only that record's temporary
+    others = sorted(name.rstrip("/").rsplit("/", 1)[-1] for name in fs.ls(path, detail=False)
+                    if not (storage.is_temporary(name) and name.endswith("-manifest.json")))
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
+                                         else "")
+        raise RunDirError(f"{run_dir} is not empty ({shown}) and holds no lemur-data run "
+                          "(no manifest.json): nothing was written or deleted; use a new or "
+                          "empty --run-dir")
 
-    Temporary files of writes that a killed run never finished are removed.
+
+def _read_record(record: str, run_dir: str) -> dict[str, Any]:
+    try:
+        recorded = storage.read_json(record)
+    except (OSError, ValueError) as error:
+        raise RunDirError(f"{record} is not a lemur-data run record ({error}): nothing was "
+                          "written or deleted; use another --run-dir") from error
+    if not isinstance(recorded, dict) or "fingerprint" not in recorded:
+        raise RunDirError(f"{record} is not a lemur-data run record (no fingerprint): "
+                          "nothing was written or deleted; use another --run-dir")
+    return recorded
+
+
+def remove_temporaries(run_dir: str) -> None:
+    """The temporaries of writes a killed run never finished, in the run's own paths only
+    (RunLayout.FOLDERS, and the files at the top of the folder)."""
+    layout = RunLayout(run_dir)
+    storage.remove_temporaries(run_dir, recursive=False)
+    for folder in RunLayout.FOLDERS:
+        storage.remove_temporaries(layout.path(folder))
+
+
+def start_over(run_dir: str) -> None:
+    """`--relist`: delete what the run made from its old listing, keeping its record."""
+    layout = RunLayout(run_dir)
+    for name in RunLayout.FOLDERS + RunLayout.FILES:
+        if name == "manifest.json":
+            continue
+        fs, path = storage.filesystem(layout.path(name))
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+
+def prepare_run_dir(manifest: Manifest, run_dir: str,
+                    units: dict[str, list[InputUnit]] | None = None,
+                    relist: bool = False) -> None:
+    """Record the manifest and the input listing; refuse a folder that is not a run of
+    this manifest, a listing that changed since the run began (unless `relist`: then the
+    run starts over), or earlier runs whose index changed since.
+
+    Temporary files of writes that a killed run never finished are removed, in the run's
+    own folders only, once the folder is known to be this run's.
     """
     record = storage.join(run_dir, "manifest.json")
-    storage.remove_temporaries(run_dir)
     fingerprint = manifest.fingerprint()
     indexes = earlier_indexes(manifest)
     if storage.exists(record):
-        recorded = storage.read_json(record)
+        recorded = _read_record(record, run_dir)
         previous = recorded.get("fingerprint")
         if previous != fingerprint:
             raise RunDirError(
@@ -85,12 +140,30 @@ def prepare_run_dir(manifest: Manifest, run_dir: str) -> None:
                     f"{run_dir} was deduplicated against {run}, whose index has changed "
                     f"since (index.json {digest}, now {indexes[run]}): its decisions would "
                     "mix both; use another --run-dir or delete it")
+        remove_temporaries(run_dir)
+    else:
+        _refuse_foreign(run_dir)
+        remove_temporaries(run_dir)  # a killed write of the record itself
+        # expansions stay local: published copies are rewritten with them
+        # (pipeline/publish/public.py)
+        storage.write_json_atomic(record, {"fingerprint": fingerprint,
+                                           "manifest": manifest.model_dump(mode="json"),
+                                           "expansions": manifest.expansions,
+                                           "against_indexes": indexes})
+    if units is None:
         return
-    # expansions stay local: published copies are rewritten with them (pipeline/publish/public.py)
-    storage.write_json_atomic(record, {"fingerprint": fingerprint,
-                                       "manifest": manifest.model_dump(mode="json"),
-                                       "expansions": manifest.expansions,
-                                       "against_indexes": indexes})
+    now = listing.describe(manifest, units)
+    before = listing.recorded(run_dir)
+    if before is not None and before != now:
+        if not relist:
+            raise RunDirError(
+                f"{run_dir}: the input changed since this run began, and resuming would mix "
+                "both listings: " + "; ".join(listing.changes(before, now)) + ". Rerun with "
+                "--relist to start this run over on the new input, or use another --run-dir")
+        start_over(run_dir)
+        before = None
+    if before is None:  # markers are written after this, so none is from another listing
+        listing.record(run_dir, now)
 
 
 class _Runner:
@@ -137,6 +210,9 @@ class _Runner:
             self.rows += [row for summary in results[step.label] for row in summary["counts"]]
             self.shard_profiles = [s["profile"] for s in results[step.label]
                                    if "profile" in s]
+            for summary in results[step.label]:  # stages' run_facts: into their stats entry
+                for name, facts in summary.get("facts", {}).items():
+                    self.global_summaries.setdefault(name, {}).update(facts)
         elif summarize:
             assert step.global_stage is not None and step.global_ctx is not None
             write_step_record(step.global_stage, step.global_ctx)
@@ -149,9 +225,11 @@ class _Runner:
 def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
           workers: int | None = None, progress: Mode = "auto",
           console: Console | None = None,
-          after_tasks: Callable[[], None] | None = None) -> BuildResult:
+          after_tasks: Callable[[], None] | None = None, relist: bool = False,
+          ) -> BuildResult:
     """Run the manifest into `run_dir`. `after_tasks` is called once the last Ray task
-    has finished, before stats, profile and report (the CLI stops Ray then, meanwhile)."""
+    has finished, before stats, profile and report (the CLI stops Ray then, meanwhile).
+    `relist`: a run folder whose input listing changed since it began starts over."""
     console = console or Console(stderr=True)
     started = time.perf_counter()
     _refuse_whitespace(manifest, run_dir)
@@ -165,7 +243,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         sampled = describe(units, chosen, manifest.sample)
         units = chosen
     plan = None if budgeted else plan_run(manifest, run_dir, units)
-    prepare_run_dir(manifest, run_dir)
+    prepare_run_dir(manifest, run_dir, units, relist)
     connect(ray_address, workers)
     runner = _Runner(workers, progress, console)
     read: dict[str, Any] | None = None

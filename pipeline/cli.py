@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "Rerunning the same command resumes a killed run.")
     build.add_argument("--run-dir", help="output folder, local or fsspec URL "
                                          "(default: runs/<manifest name>)")
+    build.add_argument("--relist", action="store_true",
+                       help="start the run over when its input listing changed since it "
+                            "began (files added, removed or modified); without it such a "
+                            "resume is refused, since it would mix both listings")
     build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
                                              "`ray start` runs on this node; default: "
                                              "RAY_ADDRESS, else start a local Ray here)")
@@ -123,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="list the files and sizes that would be uploaded; upload nothing")
     push.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",
                       help="huggingface_hub's bars, or a log line per uploaded batch")
+    from .workbench.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -135,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _index(args.run_dir, console)
     if args.command == "push":
         return _push(args, console)
+    if args.command in ("inspect", "explain", "diff"):
+        from .workbench.cli import run
+
+        return run(args, console)
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:
@@ -309,9 +320,10 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     stopping = threading.Thread(target=_stop_ray, name="ray-shutdown")
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
-                       after_tasks=stopping.start)
+                       after_tasks=stopping.start, relist=args.relist)
     except (RunDirError, IndexedRunError) as error:
-        console.print(f"error: {error}", highlight=False)
+        # unwrapped: the paths it names stay whole, to copy and paste
+        console.print(f"error: {error}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
         console.print(f"interrupted: finished shards are kept in {run_dir}; rerun the same "

@@ -65,6 +65,9 @@ class FusedShardTask:
         storage.write_parquet_atomic(self.out_path, docs)
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
         summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+        facts = {s.name: f for s in map(_built, self.stages) if (f := s.run_facts())}
+        if facts:
+            summary["facts"] = facts
         if self.profile:
             summary["profile"] = shard_profile(docs, self.profilers)
         return summary

@@ -41,7 +41,7 @@ from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
-from ..stages.tokenize.tokenizer import TokenizerConfig
+from ..stages.tokenize.tokenizer import TokenizerConfig, engine_versions
 from ..stages.user_file import MiB, UserFileError, read_user_file
 from .launch.plan import TrainConfig
 
@@ -206,10 +206,13 @@ class Manifest(Strict):
         """Hash of everything that decides the output (used to refuse mixing runs).
 
         `train:` decides only launch/train.sh, rewritten at every build's end: changing it
-        must not refuse the run folder."""
+        must not refuse the run folder. A tokenizing run also holds the versions of the
+        encoders (stages/tokenize/backends.py)."""
         dumped = self.model_dump(mode="json", exclude={"train"})
         if self.detects_code_language:  # go-enry's version decides code labels too
             dumped["code_language_detector"] = code_detector.available() or code_detector.detector()
+        if self.tokenizes:  # ids are the reference's whichever encodes; a new version may not be
+            dumped["tokenizer_engines"] = engine_versions()
         canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

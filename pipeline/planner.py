@@ -41,6 +41,13 @@ from .manifest import Manifest, MegatronOutputSpec
 class RunLayout:
     run_dir: str
 
+    # Everything a run writes in its folder, and nothing else is ever written or deleted
+    # there: cleanup (temporaries of a killed write, `--relist`) goes through these only.
+    FOLDERS = ("stages", "removed", "markers", "work", "rounds", "megatron", "plots",
+               "launch", "index")
+    FILES = ("manifest.json", "listing.json", "stats.json", "timings.json", "README.md",
+             "report.html")
+
     def path(self, *parts: str) -> str:
         return storage.join(self.run_dir, *parts)
 

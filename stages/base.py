@@ -159,6 +159,11 @@ class DocumentStage(StageHooks, ABC, Generic[P]):
         in the driver once the run's shards are done: e.g. which list `optout` used."""
         return {}
 
+    def run_facts(self) -> dict[str, Any]:
+        """How the built instance works, for the stage's entry in stats.json (the same
+        on every worker, e.g. which encoder tokenized); {} for most stages."""
+        return {}
+
 
 class DecisionsApplier(DocumentStage[P]):
     """The document step of a global stage: applies the decisions its phases wrote to

@@ -52,7 +52,7 @@ from .dedup_index.format import (
     read_index,
 )
 from .hooks import Cost, CostInput, StatsEntry
-from .keeper import KeepOrder, license_ranks, sort_keys
+from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
 
 
 class ExactDedupParams(StageParams):
@@ -99,7 +99,8 @@ class HashShard:
 
     def __call__(self) -> dict[str, Any]:
         table = storage.read_parquet(self.shard_path,
-                                     ["id", "text", "stars", "license", "source", "kind"])
+                                     ["id", "text", "stars", "license", "license_type", "source",
+                                      "kind"])
         if self.scope is not None:
             table = table.filter(in_scope(table, self.scope))
         hashes = content_hashes(table.column("text"), self.normalize)
@@ -107,7 +108,8 @@ class HashShard:
             "hash": hashes,
             "id": table.column("id").to_pylist(),
             "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
-            "license_rank": license_ranks(table.column("license"), self.keep_order).to_pylist(),
+            "license_rank": license_ranks(table.column("license"), self.keep_order,
+                                          table.column("license_type")).to_pylist(),
         }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
                    "license_rank": pl.Int8})
         frame = frame.with_columns(hash_partition(pl.col("hash"), self.partitions).alias("part"))
@@ -222,6 +224,7 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
     about = (
         "exact deduplication: one copy of each distinct text survives")
     rate_mb_s = (60.0, 60.0)  # MB/s per core (code, text); docs/benchmarks.md
+    Params = ExactDedupParams
 
     @classmethod
     def card_notes(cls, entry: StatsEntry) -> list[str]:
@@ -233,7 +236,10 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         base = super().cost(params, size)
         return Cost(base.core_hours, size.docs * 80 + size.step_write_bytes,
                     base.memory_mb + size.docs * 100 / params.partitions / 1e6)
-    Params = ExactDedupParams
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return explain_duplicate(doc, entry, work, "exact copy")
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p = self.params

@@ -6,6 +6,7 @@ document gets whatever its format: empty text, NUL bytes, oversize.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Union
 
 import pyarrow as pa
@@ -13,16 +14,18 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from .hooks import StageHooks
-from .readers.common import InputUnit, Reader, ReaderParams, SourceInfo
+from .readers.common import InputUnit, Reader, ReaderParams, SourceInfo, stamp
 from .readers.files import FilesReader, TreeReader
 from .readers.hf_dataset import HFDatasetReader
 from .readers.jsonl import JsonlReader
 from .readers.parquet import ParquetReader
 from .readers.python_object import PythonObjectReader
+from .readers.stack_v2 import StackV2Reader
 
 # The one list of readers: a reader's manifest name is its Params' `type` literal.
 _READER_CLASSES: tuple[type[Reader[Any]], ...] = (
-    ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader, PythonObjectReader)
+    ParquetReader, JsonlReader, HFDatasetReader, TreeReader, FilesReader, PythonObjectReader,
+    StackV2Reader)
 READERS: dict[str, type[Reader[Any]]] = {r.type_name(): r for r in _READER_CLASSES}
 _BY_PARAMS: dict[type[ReaderParams], type[Reader[Any]]] = {r.Params: r for r in _READER_CLASSES}
 
@@ -41,6 +44,17 @@ def plan_units(params: ReaderParams, source: SourceInfo, max_docs: int,
                max_bytes: int) -> list[InputUnit]:
     """Deterministic input units of one source (listing and footers only)."""
     return make_reader(params, source).plan(max_docs, max_bytes)
+
+
+def describe_units(params: ReaderParams, source: SourceInfo, units: list[InputUnit]
+                   ) -> dict[str, dict[str, Any]]:
+    """What each unit is, by shard id: its payload (files, row ranges) and, for a reader
+    that reads files, each file's [size, mtime] (`readers.common.stamp`). A resumed run
+    compares this with what the run first listed (pipeline/listing.py)."""
+    reader = make_reader(params, source)
+    return {unit.shard_id: {"payload": json.loads(json.dumps(unit.payload, default=str)),
+                            "files": {path: stamp(path) for path in reader.files(unit)}}
+            for unit in units}
 
 
 def read_unit(params: ReaderParams, source: SourceInfo, unit: InputUnit) -> pa.Table:

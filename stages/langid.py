@@ -12,7 +12,7 @@ default; `keep` keeps it with no language) or not in the keep list.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -84,6 +84,22 @@ class LangId(DocumentStage[LangIdParams]):
 
     def added_columns(self) -> list[pa.Field]:
         return [pa.field("lang_score", pa.float32())]
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The language and its score against the keep list and threshold that apply."""
+        params = LangIdParams.model_validate(entry.get("params") or {})
+        lang = doc.get("lang") or "unknown"
+        if doc.get("kind") == "text" and params.text is not None:
+            rule: TextLangRule = params.text.per_source.get(doc.get("source") or "", params.text)
+            score = doc.get("lang_score")
+            shown = f"{score:.3f}" if isinstance(score, float) else "none"
+            keep = ", ".join(rule.keep) if rule.keep else "any"
+            return [f"language {lang}, score {shown} (keeps {keep} at >= {rule.threshold})"]
+        if doc.get("kind") == "code" and params.code is not None:
+            keep = ", ".join(params.code.keep) if params.code.keep else "any known language"
+            return [f"language {lang} (from the file type or content; keeps {keep})"]
+        return []
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         p = self.params

@@ -5,7 +5,9 @@
 
 The rules are in filters/licenses.py. Adds `license_class` (permissive,
 no_license, non_permissive) to every document it sees; stats count by it.
-Reasons: `license_not_allowed`, `license_denied`, `no_license`.
+Reasons: `license_not_allowed`, `license_denied`, `no_license`. Where the input gives
+its own class (`license_type`, The Stack v2's `permissive` / `no_license`), that is
+the class, and it decides `allow: permissive`.
 """
 
 from __future__ import annotations
@@ -48,11 +50,19 @@ class Licenses(DocumentStage[LicensesParams]):
         deny = frozenset(d.lower() for d in p.deny)
         classes: list[str] = []
         reasons: list[str | None] = []
-        cache: dict[str | None, tuple[str, str | None]] = {}  # few distinct values per shard
-        for value in docs.column("license").to_pylist():
-            if value not in cache:
-                cache[value] = (lic.license_class(value), lic.check(value, allow, deny, p.missing))
-            cls, reason = cache[value]
+        # few distinct values per shard
+        cache: dict[tuple[str | None, str | None], tuple[str, str | None]] = {}
+        types = (docs.column("license_type").to_pylist() if "license_type" in docs.column_names
+                 else [None] * docs.num_rows)
+        for value, given in zip(docs.column("license").to_pylist(), types, strict=True):
+            if (value, given) not in cache:
+                cls = lic.class_of(value, given)
+                reason = lic.check(value, allow, deny, p.missing)
+                if given is not None and p.allow == "permissive" and reason in (
+                        None, "license_not_allowed"):  # the dataset's own class stands
+                    reason = "license_not_allowed" if cls == "non_permissive" else None
+                cache[value, given] = (cls, reason)
+            cls, reason = cache[value, given]
             classes.append(cls)
             reasons.append(reason)
         column = pa.array(classes, pa.string())

@@ -8,13 +8,16 @@ The counts per kind go into the columns `pii_emails`, `pii_ip_addresses`,
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
-from ..filters.pii import find_pii, redact
+from ..filters.pii import PLACEHOLDERS, find_pii, redact
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .explain import Span
 from .hooks import StatsEntry
 
 COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
@@ -53,6 +56,27 @@ class Pii(DocumentStage[PiiParams]):
 
     def added_columns(self) -> list[pa.Field]:
         return [pa.field(column, pa.int32()) for column in COLUMNS.values()]
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """What the redaction took out of the document, per kind."""
+        counts = {kind: doc.get(column) for kind, column in COLUMNS.items()}
+        if all(v is None for v in counts.values()):
+            return []
+        lost = [f"{n} {kind.replace('_', ' ')}{'s' if n != 1 else ''}"
+                for kind, n in counts.items() if n]
+        return ["redacted " + ", ".join(lost) if lost else "nothing redacted"]
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+        """The placeholders the redaction left in the kept text."""
+        text = doc.get("text") or ""
+        if not any(doc.get(column) for column in COLUMNS.values()):
+            return []
+        spans = [Span(m.start(), m.end(), f"redacted {kind.replace('_', ' ')}")
+                 for kind, token in PLACEHOLDERS.items()
+                 for m in re.finditer(re.escape(token), text)]
+        return sorted(spans, key=lambda s: s.start)[:5]
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         p = self.params

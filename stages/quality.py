@@ -20,6 +20,11 @@ preset defaults < manifest top level < preset's language entry < manifest's
 language entry. Reasons are rule names (`max_line_length`, `encoded_data`,
 `gopher_quality/gopher_short_doc`, `c4/curly_bracket`, ...); metric columns
 `q_*` are added for every document the stage sees.
+
+A code document whose input says it is generated or vendored (the `generated` and
+`vendor` columns, The Stack v2's `is_generated` / `is_vendor`) is removed as
+`generated` / `vendor` on that word; where the input says whether it is generated, the
+marker rule (`auto_generated`) is not run again.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..filters.quality import code_rules
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .explain import Span, number
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
     from ..filters.quality.text_rules import TextRule
@@ -102,6 +108,15 @@ class CodeThresholdTable:
         self._preset_langs = {k.lower(): v for k, v in preset.languages.items()}
         self._manifest_langs = {k.lower(): v.changes() for k, v in params.languages.items()}
         self._resolved: dict[str, code_rules.CodeThresholds] = {}
+        self._no_autogen: dict[str, code_rules.CodeThresholds] = {}
+
+    def without_autogen(self, lang: str | None) -> code_rules.CodeThresholds:
+        """`get(lang)` with the generated-file rule off (the input says already)."""
+        key = (lang or "").lower()
+        if key not in self._no_autogen:
+            self._no_autogen[key] = self.get(lang).updated({"autogen_markers": None,
+                                                            "autogen_paths": None})
+        return self._no_autogen[key]
 
     def get(self, lang: str | None) -> code_rules.CodeThresholds:
         key = (lang or "").lower()
@@ -309,6 +324,44 @@ class Quality(DocumentStage[QualityParams]):
     def added_columns(self) -> list[pa.Field]:
         return _CODE_COLUMNS + _TEXT_COLUMNS
 
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+        """A code document removed for its longest line: that line."""
+        if doc.get("reason") != "quality:max_line_length":
+            return []
+        text, start, best = doc["text"], 0, (0, 0)
+        for line in text.split("\n"):
+            if len(line) > best[1] - best[0]:
+                best = (start, start + len(line))
+            start += len(line) + 1
+        return [Span(best[0], best[1], f"longest line ({best[1] - best[0]:,} characters)")]
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The metrics against the thresholds of the document's language (code), or the
+        word counts and the rule that removed it (text: Gopher-style rule sets)."""
+        params = cls.Params.model_validate(entry.get("given") or {})
+        assert isinstance(params, QualityParams)
+        if doc.get("kind") == "code" and params.code is not None:
+            t = CodeThresholdTable(params.code).get(doc.get("lang"))
+            checks = [("lines", doc.get("q_lines"), "<=", t.max_lines),
+                      ("longest line", doc.get("q_max_line"), "<=", t.max_line_length),
+                      ("mean line", doc.get("q_mean_line"), "<=", t.mean_line_length),
+                      ("alphabetic share", doc.get("q_alpha_frac"), ">=", t.min_alpha_fraction),
+                      ("encoded share", doc.get("q_encoded_frac"), "<=", t.encoded_max_fraction)]
+            parts = [f"{name} {number(value)} ({op} {number(bound)})" if bound is not None
+                     else f"{name} {number(value)} (off)"
+                     for name, value, op, bound in checks if value is not None]
+            return [f"preset {params.code.preset} for {doc.get('lang') or 'any language'}: "
+                    + ", ".join(parts)] if parts else []
+        if doc.get("kind") == "text" and params.text is not None:
+            words = doc.get("q_words")
+            line = f"preset {params.text.preset}"
+            if words is not None:
+                line += f": {words:,} words, mean word length {number(doc.get('q_mean_word_len'))}"
+            return [line]
+        return []
+
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         n = docs.num_rows
         kinds = docs.column("kind").to_pylist()
@@ -345,7 +398,15 @@ class Quality(DocumentStage[QualityParams]):
         texts = docs.column("text").take(take)
         langs = docs.column("lang").take(take).to_pylist()
         paths = docs.column("path").take(take).to_pylist()
-        found, metrics = code_rules.evaluate(texts, [table.get(lang) for lang in langs], paths)
+        generated = _flags(docs, "generated", take)
+        vendor = _flags(docs, "vendor", take)
+        # Where the dataset says whether a file is generated (The Stack v2's is_generated,
+        # go-enry's verdict), that stands: the marker rule is not run again.
+        thresholds = [table.get(lang) if known is None else table.without_autogen(lang)
+                      for lang, known in zip(langs, generated, strict=True)]
+        found, metrics = code_rules.evaluate(texts, thresholds, paths)
+        found = ["generated" if g else "vendor" if v else f
+                 for f, g, v in zip(found, generated, vendor, strict=True)]
         names = {"q_lines": "lines", "q_max_line": "max_line_length",
                  "q_mean_line": "mean_line_length", "q_alpha_frac": "alpha_fraction",
                  "q_encoded_frac": "encoded_fraction"}
@@ -374,3 +435,11 @@ class Quality(DocumentStage[QualityParams]):
             if reason is None and after != text:
                 edited[i] = after
         return edited
+
+
+def _flags(docs: pa.Table, column: str, take: pa.Array) -> list[bool | None]:
+    """A dataset's own per-file flag (generated, vendor) for the rows `take` picks; all
+    None where the table has no such column (documents from before it existed)."""
+    if column not in docs.column_names:
+        return [None] * len(take)
+    return docs.column(column).take(take).to_pylist()

@@ -249,6 +249,27 @@ class RepoContextApplier(DecisionsApplier[RepoContextParams]):
 
 
 class RepoContext(GlobalStage[RepoContextParams]):
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The repository document a file joined (as its host or merged into it), or the
+        files a repository document holds."""
+        doc_id = doc["id"]
+        if doc.get("repo_files"):
+            files = doc["repo_files"]
+            return [f"repository document {doc.get('path')} (part {doc.get('repo_part')}) of "
+                    f"{len(files)} files, first {files[0]}"]
+        merged = work.rows("decisions/merged", "id", [doc_id])
+        if merged:
+            return [f"joined repository document {merged[0]['merged_into']} "
+                    f"(repo {doc.get('repo')})"]
+        hosted = work.rows("decisions/docs", "host_id", [doc_id])
+        if hosted:
+            row = hosted[0]
+            return [f"hosts repository document {row['id']} (repo {doc.get('repo')}, part "
+                    f"{row['repo_part']}, {len(row['repo_files'])} files): it takes this "
+                    "file's place under the new id"]
+        return ["not in a repository document (no repo, or out of scope)"]
+
     name = "repo_context"
     about = (
         "joins each repository's kept files into repository "

@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -36,11 +37,18 @@ DOCUMENT_SCHEMA = pa.schema(
         pa.field("license", pa.string()),
         pa.field("stars", pa.int64()),
         pa.field("url", pa.string()),
+        # What a dataset already says about a file (The Stack v2's license_type,
+        # is_generated, is_vendor), so the licences, quality and keep-order rules use it
+        # instead of guessing; null where a source does not say.
+        pa.field("license_type", pa.string()),
+        pa.field("generated", pa.bool_()),
+        pa.field("vendor", pa.bool_()),
     ]
 )
 DOCUMENT_COLUMNS = tuple(DOCUMENT_SCHEMA.names)
 # Columns a source may map from its input (`columns:` in the manifest).
-MAPPABLE_COLUMNS = ("text", "path", "repo", "license", "lang", "stars", "url")
+MAPPABLE_COLUMNS = ("text", "path", "repo", "license", "lang", "stars", "url", "license_type",
+                    "generated", "vendor")
 
 REMOVED_EXTRA = pa.schema([pa.field("reason", pa.string(), nullable=False)])
 
@@ -177,12 +185,24 @@ def parquet_columns(path: str) -> list[str]:
     return pq.read_schema(p, filesystem=fs).names
 
 
-def remove_temporaries(folder: str) -> int:
-    """Delete the temp files of interrupted atomic writes below `folder`."""
+# The name `write_bytes_atomic` (and the Megatron writer) give a temporary file: only a
+# name of this form is ever taken for one, so a user's own `.tmp-notes` stays.
+_TEMPORARY = re.compile(r"\.tmp-[0-9a-f]{32}-")
+
+
+def is_temporary(path: str) -> bool:
+    """Whether `path` names the temporary file of an atomic write."""
+    return _TEMPORARY.match(path.rstrip("/").rsplit("/", 1)[-1]) is not None
+
+
+def remove_temporaries(folder: str, recursive: bool = True) -> int:
+    """Delete the temp files of interrupted atomic writes in `folder` (and below it when
+    `recursive`). Callers name only folders a run made (pipeline/build.py)."""
     fs, p = filesystem(folder)
-    if not fs.exists(p):
+    if not fs.isdir(p):
         return 0
-    stale = [f for f in fs.find(p) if f.rsplit("/", 1)[-1].startswith(".tmp-")]
+    found = fs.find(p) if recursive else fs.ls(p, detail=False)
+    stale = [f for f in found if is_temporary(f) and fs.isfile(f)]
     for path in stale:
         fs.rm(path)
     return len(stale)
@@ -208,4 +228,4 @@ def list_files(folder: str, suffix: str = "") -> list[str]:
     protocol = folder.split("://", 1)[0] + "://" if "://" in folder else ""
     names = [f for f in fs.ls(p, detail=False) if f.endswith(suffix)]
     return sorted(protocol + f if protocol and not f.startswith(protocol) else f for f in names
-                  if not f.rsplit("/", 1)[-1].startswith(".tmp-"))
+                  if not is_temporary(f))

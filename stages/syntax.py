@@ -22,6 +22,7 @@ from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveIn
 
 from ..filters.syntax import check as syntax_check
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .explain import Span, number
 from .hooks import BarChart, StatsEntry, human
 
 # Calibrated on real files (tests/calibration/, table in docs/stages.md). Two signals: the
@@ -177,6 +178,38 @@ class Syntax(DocumentStage[SyntaxParams]):
 
     def added_columns(self) -> list[pa.Field]:
         return list(COLUMNS)
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The error share against the language's bound, MISSING nodes, imbalance."""
+        if not doc.get("syntax_checked"):
+            lang = doc.get("lang") or "no language"
+            return [f"not parsed ({lang}: no grammar, or removed before the check)"]
+        params = SyntaxParams.model_validate(entry.get("params") or {})
+        lang = doc["lang"]
+        return [f"error share {number(doc.get('syntax_error_share'))} (<= "
+                f"{number(params.share_for(lang))} for {lang}), "
+                f"{doc.get('syntax_error_nodes')} ERROR and {doc.get('syntax_missing_nodes')} "
+                f"MISSING nodes (<= {params.missing_for(lang)}), unbalanced "
+                f"{doc.get('syntax_unbalanced')} (<= {params.unbalanced_for(lang)})"]
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+        """The first ERROR or MISSING node of the document as its grammar parses it."""
+        lang = doc.get("lang")
+        if lang not in syntax_check.GRAMMARS or not doc.get("syntax_checked"):
+            return []
+        data = doc["text"].encode("utf-8", "surrogatepass")
+        tree = syntax_check.parse(syntax_check.Checker(lang).parser, data, 10.0)
+        errors, missing = syntax_check.error_spans(tree.root_node)
+        nodes = sorted([(n.start_byte, n.end_byte, "syntax error") for n in errors]
+                       + [(n.start_byte, n.end_byte, "missing token") for n in missing])
+        spans = []
+        for start, end, label in nodes[:3]:
+            begin = len(data[:start].decode("utf-8", "ignore"))
+            spans.append(Span(begin, begin + len(data[start:max(end, start + 1)]
+                                                 .decode("utf-8", "ignore")), label))
+        return spans
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         p = self.params

@@ -84,3 +84,40 @@ def perturbed_prose(count: int, seed: int, sentences: int = 12) -> list[str]:
     pool = prose_sentences()
     rng = random.Random(seed)
     return [" ".join(rng.sample(pool, sentences)) for _ in range(count)]
+
+
+def translated_catalogs(per_locale_chars: int = 4000) -> dict[str, str]:
+    """Real text in many languages and scripts: pycountry's translations (country,
+    language, currency and script names in 160 locales: Latin, Cyrillic, Greek,
+    Arabic, Hebrew, Devanagari and other Indic scripts, Thai, Lao, Khmer, Myanmar,
+    Georgian, Armenian, Ethiopic, Cherokee, Thaana, Tibetan, Canadian syllabics, CJK,
+    Hangul). One document per locale: its messages, one a line, up to `per_locale_chars`."""
+    import gettext
+
+    import pycountry
+
+    docs: dict[str, str] = {}
+    for folder in sorted((Path(pycountry.__file__).parent / "locales").iterdir()):
+        lines: list[str] = []
+        for mo in sorted((folder / "LC_MESSAGES").glob("*.mo")):
+            with mo.open("rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+            lines += [v for k, v in sorted(catalog.items(), key=lambda kv: str(kv[0]))
+                      if k and isinstance(v, str) and v != k]
+        text = "\n".join(lines)[:per_locale_chars]
+        if text:
+            docs[folder.name] = text
+    return docs
+
+
+def grammar_code(per_language: int = 3) -> dict[str, list[str]]:
+    """Real source files in every language the syntax stage has a grammar for, from the
+    calibration lists (Debian/npm/PyPI fixtures)."""
+    from lemur_data.filters.syntax import check
+    from tests.calibration import corpus
+
+    out: dict[str, list[str]] = {}
+    for language in sorted(check.GRAMMARS):
+        entries = [e for e in corpus.listed(language) if corpus.exists(e)][:per_language]
+        out[language] = [corpus.read(e).decode("utf-8", errors="replace") for e in entries]
+    return out

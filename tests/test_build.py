@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -77,7 +78,9 @@ def test_resume_after_losing_work_is_byte_identical(ray_session, tree_with_dupli
         marker.unlink()
     shutil.rmtree(partial / "stages" / "03-exact_dedup")
     (partial / "stats.json").unlink()
-    (partial / "stages" / "01-ingest" / ".tmp-deadbeef-shard.parquet").write_bytes(b"PAR1")
+    # the name an atomic write gives its temporary (stages/storage.py)
+    (partial / "stages" / "01-ingest" / f".tmp-{uuid.uuid4().hex}-shard.parquet"
+     ).write_bytes(b"PAR1")
     run_build(raw, tmp_path, partial)
     assert digest(partial) == expected
 

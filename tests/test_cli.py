@@ -193,6 +193,14 @@ def test_plan_estimates_the_full_recipe_offline() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "stack-python" in out and "size_hint 80.0 GB" in out
+    recipe = yaml.safe_load((REPO / "manifests" / "lemur-90b.yaml").read_text())
+    listed = [line.split()[0] for line in out.split("\nsources:\n")[1].split("\nsteps")[0]
+              .splitlines() if line.startswith("  ")]
+    assert listed[:len(recipe["sources"])] == [s["name"] for s in recipe["sources"]]
+    validated = subprocess.run([*CLI, "validate", "--manifest", "manifests/lemur-90b.yaml"],
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert validated.returncode == 0, validated.stderr
+    assert all(f"- name: {s['name']}" in validated.stdout for s in recipe["sources"])
     for stage in ("langid", "quality", "syntax", "minhash", "decontaminate", "tokenize", "mix"):
         assert f"\n  {stage} " in out
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))

@@ -35,7 +35,7 @@ def test_every_reader_keeps_the_contract() -> None:
     """Each manifest reader type is a concrete `Reader` whose Params' `type` is its name,
     and `make_reader` builds it from its validated parameters."""
     assert sorted(READERS) == ["files", "hf_dataset", "jsonl", "parquet", "python_object",
-                               "tree"]
+                               "stack_v2", "tree"]
     for name, cls in READERS.items():
         assert issubclass(cls, Reader) and not inspect.isabstract(cls)
         assert cls.type_name() == name

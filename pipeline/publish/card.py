@@ -98,7 +98,9 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         if isinstance(where, list):
             where = ", ".join(where[:3]) + (" ..." if len(where) > 3 else "")
         name = source["name"]
-        rows.append([name, source["kind"], reader["type"], f"`{where}`",
+        taken = reader.get("where")  # rows outside the filter are not this source's input
+        where = f"`{where}`" + (f" where `{taken['field']}` in `{taken['in']}`" if taken else "")
+        rows.append([name, source["kind"], reader["type"], where,
                      source.get("lang") or "detected", reader.get("license") or "per document",
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
@@ -187,6 +189,18 @@ def _chapters(stats: dict[str, Any]) -> list[str]:
     return out
 
 
+def _encoder_text(stats: dict[str, Any]) -> str:
+    """What encoded: a stage's recorded `encoder` (its run_facts), if any."""
+    for stage in stats.get("stages", []):
+        encoder = stage.get("encoder")
+        if encoder:
+            if encoder.get("note"):
+                return f" Encoded by {encoder['engine']}, the reference ({encoder['note']})."
+            return (f" Encoded by {encoder['engine']}, checked at load to give the ids of "
+                    f"{encoder['reference']}.")
+    return ""
+
+
 def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     mix, megatron = stats.get("mixture"), stats.get("megatron")
     parts = []
@@ -194,7 +208,8 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
         parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
                                        else "offline default (32k Llama-style SentencePiece)")
-                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
+                     + _encoder_text(stats))
     if mix:
         parts.append(markdown_table(
             ["component", "weight", "target share", "realized share", "available tokens",

@@ -150,6 +150,15 @@ class Decontaminate(DocumentStage[DecontaminateParams]):
         return ["No decontamination stage ran: benchmark items may be in the data."] \
             if entry is None else []
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The benchmark item (and part) it matched, or the benchmarks it was checked on."""
+        if doc.get("reason"):
+            return [f"matched {doc['reason'].split(':', 1)[-1]} item {doc.get('detail')}"]
+        names = [b if isinstance(b, str) else b.get("name", "?")
+                 for b in (entry.get("params") or {}).get("benchmarks", [])]
+        return [f"no item of {', '.join(names) or 'no benchmark'} matched"]
+
     def setup(self) -> None:
         p = self.params
         parts: list[ItemPart] = []

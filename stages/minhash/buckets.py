@@ -8,7 +8,7 @@ group) for large ones, so a bucket of a million copies cannot explode into
 of `a` for the verify or components phase.
 
 Against earlier runs (`earlier`), the task also pairs this run's documents with the
-earlier kept documents sharing their buckets (stages/minhash/earlier.py).
+earlier kept documents sharing their buckets (dedup_index_match.py).
 """
 
 from __future__ import annotations

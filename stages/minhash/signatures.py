@@ -63,7 +63,8 @@ class SignShard:
     def __call__(self) -> dict[str, Any]:
         p = self.params
         table = storage.read_parquet(self.shard_path,
-                                     ["id", "text", "source", "kind", "stars", "license"])
+                                     ["id", "text", "source", "kind", "stars", "license",
+                                      "license_type"])
         rows = np.flatnonzero(in_scope(table, p).to_numpy(zero_copy_only=False))
         docs = table if len(rows) == table.num_rows else table.take(pa.array(rows, pa.int64()))
         keys = (np.uint64(self.shard_index) << np.uint64(32)) | rows.astype(np.uint64)
@@ -103,7 +104,8 @@ class SignShard:
             storage.write_parquet_atomic(self.bands_out[part], out)
 
     def _write_meta(self, docs: pa.Table, keys: np.ndarray, counts: np.ndarray) -> None:
-        licensed = license_ranks(docs.column("license"), self.params.keep_order)
+        licensed = license_ranks(docs.column("license"), self.params.keep_order,
+                                 docs.column("license_type"))
         meta = pa.table([pa.array(keys), docs.column("id").cast(pa.string()),
                          pc.fill_null(docs.column("stars"), 0).cast(pa.int64()),
                          licensed, pa.array(counts.astype(np.int64))], schema=META_SCHEMA)

@@ -44,6 +44,7 @@ from ..base import (
 from ..dedup_index.export import removed_for
 from ..dedup_index.format import IndexedRun, against_notes
 from ..hooks import Cost, CostInput, StatsEntry
+from ..keeper import explain_duplicate
 from . import dedup_index
 from .buckets import BucketPartition
 from .components import Components
@@ -89,6 +90,10 @@ class MinHash(GlobalStage[MinHashParams]):
         "survives")
     rate_mb_s = (20.0, 20.0)  # MB/s per core (code, text); docs/benchmarks.md
     Params = MinHashParams
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return explain_duplicate(doc, entry, work, "near duplicate")
 
     @classmethod
     def card_notes(cls, entry: StatsEntry) -> list[str]:

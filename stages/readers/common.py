@@ -103,6 +103,12 @@ class Reader(ABC, Generic[P]):
         `max_bytes` bytes. Deterministic (same input, same units, whatever the worker
         count) and cheap: listings and footers, not the documents."""
 
+    def files(self, unit: InputUnit) -> list[str]:
+        """The files (paths or URLs) a unit of `plan` reads, for the run's listing record
+        (pipeline/listing.py stamps each with its size and mtime). None by default: such
+        a unit is known by its payload alone."""
+        return []
+
     @abstractmethod
     def read(self, unit: InputUnit) -> pa.Table:
         """The documents of one unit of `plan`, as a READ_SCHEMA table; rows to
@@ -234,6 +240,31 @@ def expand_paths(patterns: list[str], what: str) -> list[tuple[str, str]]:
         for full, rel in pairs:
             found.setdefault(full, rel)
     return sorted(found.items())
+
+
+def stamp(path: str) -> list[Any]:
+    """[size, modification time] of a file as its file system reports them (an object
+    store's ETag when it has no time): what a resumed run compares to know the file is
+    the one the run first listed (pipeline/listing.py). A missing file is [None, None]."""
+    if "://" not in path:
+        try:
+            info = os.stat(path)
+        except OSError:
+            try:
+                info = os.lstat(path)  # a dangling symlink: the link itself
+            except OSError:
+                return [None, None]
+        return [info.st_size, info.st_mtime_ns]
+    from fsspec.core import url_to_fs
+
+    fs, bare = url_to_fs(path)
+    try:
+        found = fs.info(bare)
+    except (OSError, ValueError):
+        return [None, None]
+    when = next((found[k] for k in ("mtime", "LastModified", "last_modified", "updated",
+                                    "ETag", "etag", "blob_id") if found.get(k)), None)
+    return [found.get("size"), str(when) if when is not None else None]
 
 
 def file_size(path: str) -> int:

@@ -88,6 +88,10 @@ class TreeReader(Reader[TreeParams]):
                           len(chunk), sum(s for _, s, _ in chunk))
                 for i, chunk in enumerate(chunks)]
 
+    def files(self, unit: InputUnit) -> list[str]:
+        """The files the unit reads (pipeline/listing.py stamps them)."""
+        return [os.path.join(unit.payload["root"], rel) for rel, _, _ in unit.payload["files"]]
+
     def _licenses(self, root: str, repos: list[str]) -> dict[str, str | None]:
         if self.params.license is not None:
             return {repo: self.params.license for repo in repos}
@@ -168,6 +172,9 @@ class FilesReader(Reader[FilesParams]):
         chunks = chunk_by(list(zip(files, sizes, strict=True)), sizes, max_docs, max_bytes)
         return [InputUnit(self.source.name, i, {"files": chunk}, len(chunk),
                           sum(s for _, s in chunk)) for i, chunk in enumerate(chunks)]
+
+    def files(self, unit: InputUnit) -> list[str]:
+        return [path for (path, _), _ in unit.payload["files"]]
 
     def read(self, unit: InputUnit) -> pa.Table:
         rows = RowCollector(self.source)

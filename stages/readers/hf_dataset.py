@@ -116,11 +116,14 @@ class HFDatasetReader(Reader[HFDatasetParams]):
             locator = f"{self.params.split}/{unit.index}#{row_no}"
             text = record.get(text_key)
             fields = {t: record.get(self.source.column(t, "") or "")
-                      for t in ("path", "repo", "license", "lang", "url")}
+                      for t in ("path", "repo", "license", "lang", "url", "license_type")}
             fields = {k: (",".join(map(str, v)) if isinstance(v, list) else
                           (None if v is None else str(v))) for k, v in fields.items()}
             stars = record.get(self.source.column("stars", "") or "")
             fields["stars"] = stars if isinstance(stars, int) else None
+            for flag in ("generated", "vendor"):
+                value = record.get(self.source.column(flag, "") or "")
+                fields[flag] = value if isinstance(value, bool) else None
             if not isinstance(text, str):
                 reason = "missing_text" if text is None else "invalid_text_type"
                 rows.add(locator, "", reason, f"row {row_no}: field {text_key!r}", **fields)

@@ -29,8 +29,10 @@ from .common import (
     expand_paths,
     file_size,
 )
+from .where import RowFilter
 
-_TARGETS = ("path", "repo", "license", "lang", "stars", "url")
+_TARGETS = ("path", "repo", "license", "lang", "stars", "url", "license_type", "generated",
+            "vendor")
 _COMPRESSED = (".gz", ".zst", ".zstd", ".bz2", ".xz", ".lzma")
 
 
@@ -38,6 +40,9 @@ class JsonlParams(ReaderParams):
     type: Literal["jsonl"]
     paths: list[str]
     """Files or glob patterns; compression is inferred from the extension."""
+    where: RowFilter | None = None
+    """Read only the records whose (dotted) field has one of the values (readers/where.py);
+    a line that is not a JSON object is still quarantined, as no filter can place it."""
 
 
 class JsonlReader(Reader[JsonlParams]):
@@ -62,6 +67,9 @@ class JsonlReader(Reader[JsonlParams]):
                 units.append(InputUnit(self.source.name, len(units), payload,
                                        bytes_hint=size // parts))
         return units
+
+    def files(self, unit: InputUnit) -> list[str]:
+        return [unit.payload["path"]]
 
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
@@ -101,6 +109,8 @@ class JsonlReader(Reader[JsonlParams]):
         if not isinstance(record, dict):
             rows.add(locator, line, "invalid_json", f"{where}: not an object", path=rel)
             return
+        if self.params.where is not None and not self.params.where.matches(record):
+            return  # another part of a mixed file: not this source's input
         text_key = self.source.column("text", "text")
         text = _lookup(record, text_key)
         if not isinstance(text, str):
@@ -171,6 +181,8 @@ def _coerce(target: str, value: Any) -> Any:
             return int(value)
         except (TypeError, ValueError):
             return None
+    if target in ("generated", "vendor"):
+        return value if isinstance(value, bool) else None
     if isinstance(value, list):
         return ",".join(map(str, value))
     return str(value)

@@ -32,12 +32,20 @@ from .common import (
     document_id,
     expand_paths,
 )
+from .where import RowFilter
+
+# Document columns a source's `columns:` may fill from the file (besides text).
+MAPPED_TARGETS = ("lang", "path", "repo", "license", "url", "stars", "license_type", "generated",
+                  "vendor")
 
 
 class ParquetParams(ReaderParams):
     type: Literal["parquet"]
     paths: list[str]
     """Files or glob patterns, local or fsspec URLs (hf://datasets/..., s3://...)."""
+    where: RowFilter | None = None
+    """Read only the rows whose field has one of the values (readers/where.py); row
+    groups whose statistics rule them out are never read."""
     batch_rows: PositiveInt = 4096
     """Rows decoded at a time while reading a unit: bounds the reader's memory when row
     groups are larger than a shard (rows before the unit's range are decoded in batches
@@ -59,14 +67,18 @@ class ParquetReader(Reader[ParquetParams]):
                 continue
             groups = [(meta.row_group(i).num_rows, meta.row_group(i).total_byte_size)
                       for i in range(meta.num_row_groups)]
-            for start, count, size in row_ranges(groups, max_docs, max_bytes):
-                units.append(self._unit(len(units), path, rel, start, count, size))
+            for first, run in _runs_that_may_match(meta, groups, self.params.where):
+                for start, count, size in row_ranges(run, max_docs, max_bytes):
+                    units.append(self._unit(len(units), path, rel, first + start, count, size))
         return units
 
     def _unit(self, index: int, path: str, rel: str, start: int, count: int, size: int,
               bad: str | None = None) -> InputUnit:
         payload = {"path": path, "rel": rel, "start": start, "count": count, "bad": bad}
         return InputUnit(self.source.name, index, payload, count, size)
+
+    def files(self, unit: InputUnit) -> list[str]:
+        return [unit.payload["path"]]
 
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
@@ -80,7 +92,13 @@ class ParquetReader(Reader[ParquetParams]):
             if self.source.on_bad_file == "fail":
                 raise ReaderError(f"{path}: cannot read rows ({error})") from error
             return bad_file_table(self.source, rel, f"rows {unit.payload['start']}+: {error}")
-        return self._to_documents(table, rel, unit.payload["start"], path)
+        positions = None
+        if self.params.where is not None:  # skipped rows are not input: no id, no count
+            mask = self.params.where.mask(table)
+            positions = [unit.payload["start"] + i for i in
+                         pc.indices_nonzero(mask).to_pylist()]
+            table = table.filter(mask)
+        return self._to_documents(table, rel, unit.payload["start"], path, positions)
 
     def _read_rows(self, path: str, start: int, count: int) -> pa.Table:
         handle = _open(path)
@@ -117,9 +135,17 @@ class ParquetReader(Reader[ParquetParams]):
                 f"{self.source.name!r}; the file has columns {schema.names}. "
                 f"Set sources[].columns to map them."
             )
-        return sorted(set(mapping.values()))
+        wanted = set(mapping.values())
+        if self.params.where is not None:
+            if self.params.where.top_column() not in schema.names:
+                raise ReaderError(f"{path}: `where` field {self.params.where.field!r} not found "
+                                  f"in source {self.source.name!r}; the file has columns "
+                                  f"{schema.names}")
+            wanted.add(self.params.where.top_column())
+        return sorted(wanted)
 
-    def _to_documents(self, table: pa.Table, rel: str, start: int, path: str) -> pa.Table:
+    def _to_documents(self, table: pa.Table, rel: str, start: int, path: str,
+                      positions: list[int] | None = None) -> pa.Table:
         n = table.num_rows
         mapping = {"text": "text", **self.source.columns}
         columns: dict[str, pa.Array] = {}
@@ -131,11 +157,12 @@ class ParquetReader(Reader[ParquetParams]):
             raise ReaderError(f"{path}: text column {mapping['text']!r} has type {text.type}, "
                               "expected string")
         columns["text"] = pc.fill_null(text.cast(pa.large_string()), "")
-        ids = [document_id(self.source.name, f"{rel}#{start + i}") for i in range(n)]
+        rows = positions if positions is not None else range(start, start + n)
+        ids = [document_id(self.source.name, f"{rel}#{row}") for row in rows]
         columns["id"] = pa.array(ids, pa.string())
         columns["source"] = pa.array([self.source.name] * n, pa.string())
         columns["kind"] = pa.array([self.source.kind] * n, pa.string())
-        for target in ("lang", "path", "repo", "license", "url", "stars"):
+        for target in MAPPED_TARGETS:
             columns[target] = _mapped(table, mapping.get(target), READ_SCHEMA.field(target).type, n)
         if self.source.lang and "lang" not in mapping:
             columns["lang"] = pa.array([self.source.lang] * n, pa.string())
@@ -143,6 +170,41 @@ class ParquetReader(Reader[ParquetParams]):
         columns["detail"] = pa.nulls(n, pa.string())
         return pa.Table.from_pydict({name: columns[name] for name in READ_SCHEMA.names},
                                     schema=READ_SCHEMA)
+
+
+def _runs_that_may_match(meta: pq.FileMetaData, groups: list[tuple[int, int]],
+                         where: RowFilter | None) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """(first row, groups) of each run of consecutive row groups that may hold a row
+    `where` takes: a group whose min/max statistics of the field leave out every value
+    is skipped (the filter pushed down to the footer). Without `where`: the whole file."""
+    if where is None:
+        yield 0, groups
+        return
+    column = next((j for j in range(meta.num_columns)
+                   if meta.schema.column(j).path == where.field), None)
+    first, run, offset = 0, [], 0
+    for i, group in enumerate(groups):
+        if column is not None and _excluded(meta.row_group(i).column(column), where):
+            if run:
+                yield first, run
+            run = []
+        else:
+            if not run:
+                first = offset
+            run.append(group)
+        offset += group[0]
+    if run:
+        yield first, run
+
+
+def _excluded(chunk: pq.ColumnChunkMetaData, where: RowFilter) -> bool:
+    stats = chunk.statistics
+    if stats is None or not stats.has_min_max:
+        return False
+    try:
+        return not any(stats.min <= value <= stats.max for value in where.values)
+    except TypeError:  # values of another type than the column: decide per row
+        return False
 
 
 def row_ranges(groups: list[tuple[int, int]], max_docs: int,

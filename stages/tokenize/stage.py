@@ -8,7 +8,7 @@ column is the same whichever worker encodes which shard.
 
 from __future__ import annotations
 
-from itertools import chain
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +26,7 @@ class TokenizeParams(StageParams):
     tokenizer: TokenizerConfig = TokenizerConfig()
     """The manifest's `tokenizer:`."""
     batch_docs: PositiveInt = 1024
-    """Documents per encode call (bounds the memory of the Python id lists)."""
+    """Documents per encode call (bounds the memory of one batch's ids)."""
 
 
 class Tokenize(DocumentStage[TokenizeParams]):
@@ -42,6 +42,10 @@ class Tokenize(DocumentStage[TokenizeParams]):
         return Cost(base.core_hours, size.input_bytes / 3.5 * 2 * 1.2, base.memory_mb)
     Params = TokenizeParams
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        return [f"{doc['tokens']:,} tokens (EOS included)"] if doc.get("tokens") else []
+
     def __init__(self, params: TokenizeParams) -> None:
         super().__init__(params)
         self.tokenizer: TextTokenizer | None = None
@@ -53,6 +57,13 @@ class Tokenize(DocumentStage[TokenizeParams]):
         wide = self.tokenizer is not None and not self.tokenizer.uint16
         return [pa.field(TOKEN_IDS, pa.list_(pa.int32() if wide else pa.uint16())),
                 pa.field(TOKENS, pa.int64())]
+
+    def run_facts(self) -> dict[str, Any]:
+        """The encoder (fastokens or the reference) with versions, and why if not fastokens."""
+        if self.tokenizer is None:
+            self.setup()
+        assert self.tokenizer is not None
+        return {"encoder": self.tokenizer.describe()}
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
         if self.tokenizer is None:
@@ -78,9 +89,8 @@ def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: Tokeniz
     lengths: list[np.ndarray] = []
     values: list[np.ndarray] = []
     for start in range(0, len(texts), batch_docs):
-        encoded = tokenizer.encode_batch(texts[start:start + batch_docs])
-        counts = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
-        flat = np.fromiter(chain.from_iterable(encoded), dtype, count=int(counts.sum()))
+        flat, counts = tokenizer.encode_flat(texts[start:start + batch_docs])
+        flat = flat.astype(dtype, copy=False)
         if head or tail:
             flat, counts = _add_specials(flat, counts, head, tail, dtype)
         lengths.append(counts)

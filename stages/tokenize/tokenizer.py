@@ -3,7 +3,9 @@
 Every backend is wrapped as `TextTokenizer`: a batch encoder without special
 tokens plus the ids of BOS/EOS, so the tokenize stage adds them the same way
 whatever the backend (EOS after every document, BOS optional, as Megatron's
-Llama2Tokenizer).
+Llama2Tokenizer). The ids are the reference's (sentencepiece for a .model file,
+`tokenizers` for a tokenizer.json); fastokens encodes them when it is exact for the
+model (backends.py), and `engine` names what encodes.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import importlib.resources
 import os
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
 from ..user_file import MiB, read_user_file
+from . import backends, convert
 
 # A 32k Llama-style SentencePiece model (byte fallback, <unk>=0 <s>=1 </s>=2) that
 # mistral_common ships: the offline default, so the demo tokenizes with no network.
@@ -73,20 +78,45 @@ class TokenizerConfig(BaseModel):
 
 @dataclass
 class TextTokenizer:
-    """A loaded tokenizer: `encode_batch` gives ids without any special token."""
+    """A loaded tokenizer: `encode_flat` / `encode_batch` give ids without any special token."""
 
     name: str
     backend: Any
-    kind: str  # "sentencepiece" | "tokenizers"
+    """The reference encoder (sentencepiece / tokenizers object): defines the ids, decodes."""
+    kind: str  # "sentencepiece" | "tokenizers": the reference's kind
     vocab_size: int
     bos_id: int | None
     eos_id: int | None
     threads: int = 1
+    fast: Any = None
+    """fastokens' encoder when it gives the reference's ids (backends.choose), else None."""
+    engine: str = ""
+    """What encodes, with its version (`fastokens 0.3.5`): part of the run's fingerprint."""
+    note: str = ""
+    """Why the reference encodes instead of fastokens ('' when fastokens does)."""
+
+    def encode_flat(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every text's ids concatenated, and the count of each text's ids."""
+        if self.fast is not None:
+            try:
+                return backends.flat_encode(self.fast, texts)
+            except (ValueError, RuntimeError, OverflowError):
+                pass  # an error the reference may not have (a byte without a token)
+        encoded = self.encode_reference(texts)
+        counts = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
+        flat = np.fromiter(chain.from_iterable(encoded), np.int64, count=int(counts.sum()))
+        return flat, counts
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if self.fast is not None:
+            return backends.split(*self.encode_flat(texts))
+        return self.encode_reference(texts)
+
+    def encode_reference(self, texts: list[str]) -> list[list[int]]:
+        """The reference's ids (what `fast` is checked against)."""
         if self.kind == "sentencepiece":
             return self.backend.encode(texts, out_type=int, num_threads=self.threads)
-        return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]
+        return backends.reference_encode(self.kind, self.backend, texts)
 
     def decode(self, ids: list[int]) -> str:
         return self.backend.decode(ids)
@@ -94,6 +124,11 @@ class TextTokenizer:
     @property
     def uint16(self) -> bool:
         return self.vocab_size < UINT16_VOCAB_LIMIT
+
+    def describe(self) -> dict[str, str]:
+        """What stats.json and the card record: the encoder and, if not fastokens, why."""
+        return {"tokenizer": self.name, "engine": self.engine,
+                "reference": backends.reference_name(self.kind), "note": self.note}
 
 
 def load_tokenizer(config: TokenizerConfig) -> TextTokenizer:
@@ -119,6 +154,13 @@ def load_tokenizer(config: TokenizerConfig) -> TextTokenizer:
     if config.bos and tokenizer.bos_id is None:
         raise ValueError(f"tokenizer {config.describe()} has no BOS token; set tokenizer.bos_id")
     return tokenizer
+
+
+def engine_versions() -> str:
+    """The encoders that may encode, with versions: which one does is a function of the
+    model file and these (backends.choose), so the run's fingerprint holds this."""
+    return ", ".join(backends.reference_name(k)
+                     for k in ("fastokens", "sentencepiece", "tokenizers"))
 
 
 def package_file(spec: str) -> str:
@@ -166,18 +208,27 @@ def _from_sentencepiece(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     model = spm.SentencePieceProcessor(model_proto=data)
     bos = config.bos_id if config.bos_id is not None else model.bos_id()
     eos = config.eos_id if config.eos_id is not None else model.eos_id()
+    proto = convert.load_proto(data)
+    why_not = convert.inexact_reason(proto)
+    json_text = convert.tokenizer_json(proto) if why_not is None else None
+    choice = backends.choose("sentencepiece", model, json_text, why_not, config.threads,
+                             tuple(convert.tie_probes(proto)))
     return TextTokenizer(config.describe(), model, "sentencepiece", model.vocab_size(),
-                         bos if bos >= 0 else None, eos if eos >= 0 else None, config.threads)
+                         bos if bos >= 0 else None, eos if eos >= 0 else None, config.threads,
+                         choice.fast, choice.engine, choice.note)
 
 
 def _from_json(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     from tokenizers import Tokenizer
 
     model = Tokenizer.from_buffer(data)
+    model.encode_special_tokens = True  # `<s>` in a document is text, not the BOS id
+    choice = backends.choose("tokenizers", model, data.decode("utf-8"), None, config.threads)
     return TextTokenizer(config.describe(), model, "tokenizers",
                          model.get_vocab_size(with_added_tokens=True),
                          _special(model, config.bos_id, _BOS_NAMES),
-                         _special(model, config.eos_id, _EOS_NAMES), config.threads)
+                         _special(model, config.eos_id, _EOS_NAMES), config.threads,
+                         choice.fast, choice.engine, choice.note)
 
 
 def _special(model: Any, given: int | None, names: tuple[str, ...]) -> int | None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lemur_data.filters.langid.code import detect_code_language
 from lemur_data.filters.syntax import check as syntax_check
-from tests.calibration import corpus, damage, oracle
+from tests.calibration import corpus, damage, langid_second, oracle
 from tests.fixtures.fetch import cache_dir, folder_name, names
 
 HERE = Path(__file__).resolve().parent / "validation"
@@ -81,8 +81,8 @@ def packages() -> dict[str, list[str]]:
                     found[package].append(f"{name}:{archive}!{member}")
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
         name = by_folder.get(folder.name)
-        if name is None:
-            continue  # not a fixture of tests/fixtures/fetch.py
+        if name is None or name in langid_second.FIXTURES:
+            continue  # not a fixture of tests/fixtures/fetch.py, or the second set's
         for path in sorted(folder.rglob("*")):
             relative = str(path.relative_to(folder))
             parts = relative.split("/node_modules/")

@@ -1,0 +1,68 @@
+"""What a run reads: its input listing, recorded as the run starts, compared on resume.
+
+Markers say a task finished, not what it read. A tree that gained a file after a kill
+would shift every unit after it, so a marker by task key would stand for other files
+than the ones its outputs hold, and the resumed run would mix two listings. So the run
+records, before its first task, what each unit is: the unit's payload (files, row
+ranges) and each file's size and modification time (stages/ingest.py
+`describe_units`). A resumed run lists again and must find the same record; otherwise
+it is refused with what changed, or, with `--relist`, starts over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..stages import storage
+from ..stages.ingest import describe_units
+from ..stages.readers.common import InputUnit
+from .manifest import Manifest
+
+LISTING = "listing.json"
+
+
+def describe(manifest: Manifest, units: dict[str, list[InputUnit]]) -> dict[str, Any]:
+    """{source: {shard id: unit record}} for every source of the manifest."""
+    readers = {s.name: (s.reader, s.info()) for s in manifest.sources}
+    return {name: describe_units(*readers[name], source_units)
+            for name, source_units in units.items()}
+
+
+def changes(before: dict[str, Any], now: dict[str, Any], limit: int = 5) -> list[str]:
+    """What differs between two listings, file by file where the units name files."""
+    found: list[str] = []
+    for source in sorted(set(before) | set(now)):
+        if source not in now or source not in before:
+            found.append(f"source {source!r} {'is new' if source in now else 'is gone'}")
+            continue
+        old, new = before[source], now[source]
+        old_files = {p: s for unit in old.values() for p, s in unit["files"].items()}
+        new_files = {p: s for unit in new.values() for p, s in unit["files"].items()}
+        here: list[str] = []
+        for path in sorted(set(old_files) | set(new_files)):
+            if path not in old_files:
+                here.append(f"{path}: new file")
+            elif path not in new_files:
+                here.append(f"{path}: no longer listed")
+            elif old_files[path] != new_files[path]:
+                (size0, time0), (size1, time1) = old_files[path], new_files[path]
+                here.append(f"{path}: size {size0} -> {size1}" if size0 != size1 else
+                            f"{path}: modified (mtime {time0} -> {time1})")
+        if len(old) != len(new):
+            here.append(f"source {source!r}: {len(old)} input units then, {len(new)} now")
+        if not here:  # same files: a unit reads other rows or ranges of them
+            here += [f"unit {shard}: reads other rows or ranges now" for shard in sorted(old)
+                     if old[shard]["payload"] != new[shard]["payload"]][:1]
+        found += here
+    if len(found) > limit:
+        found = found[:limit] + [f"and {len(found) - limit} more"]
+    return found
+
+
+def recorded(run_dir: str) -> dict[str, Any] | None:
+    path = storage.join(run_dir, LISTING)
+    return storage.read_json(path) if storage.exists(path) else None
+
+
+def record(run_dir: str, listing: dict[str, Any]) -> None:
+    storage.write_json_atomic(storage.join(run_dir, LISTING), listing)
