@@ -171,7 +171,7 @@ def _interrupt(resumed: Path, phase: str, written: str) -> None:
     for marker in done[len(done) // 2:]:
         marker.unlink()
     (work / written).unlink()
-    (work / written).with_name(".tmp-dead-" + (work / written).name).write_bytes(b"x")
+    (work / written).with_name(f".tmp-{'d' * 32}-" + (work / written).name).write_bytes(b"x")
     for later in phases[phases.index(phase) + 1:]:
         shutil.rmtree(markers / later, ignore_errors=True)
     shutil.rmtree(work / "decisions")
