@@ -4,10 +4,12 @@ Each source's input units get a seeded order (a hash of seed and unit id, so the
 order depends on neither the listing's order nor the workers). A run goes in
 rounds, each over a prefix of every source's order:
 
-- round 0, the pilot: the first max(pilot_units, 1% of the units) of each source,
-  through the document stages only (global stages see a round's whole prefix, and
-  the pilot's would be redone by the next round anyway), so at least one more
-  round follows it;
+- round 0, the pilot: a sample of each source sized from the mixture's need (a
+  quarter of the bytes the source is expected to need at the priors TOKEN_BYTES
+  and KEPT_SHARE, at least one unit; or, with `pilot_units`, max(pilot_units, 1%
+  of the units)), through the document stages only (global stages see a round's
+  whole prefix, and the pilot's would be redone by the next round anyway), so at
+  least one more round follows it;
 - after each round, the kept tokens per component are known (the mix's `split`
   phase counts them per shard). If every component has its target, or every
   source feeding a short component is read whole, that round is the last one.
@@ -32,14 +34,59 @@ from typing import Any
 from ..stages.readers.common import InputUnit
 from .manifest import Manifest
 
-PILOT_SHARE = 0.01  # the pilot reads at least 1% of every source's units
+TOKEN_BYTES = 3.5  # text bytes per token (Llama-style tokenizers on code and English)
+# Kept bytes per input byte through every stage, assumed before anything is read (the
+# pilot's size, `plan`'s `read: needed` estimate): a build measures it on its pilot.
+# Web text loses the most to language, quality and near-dup filters; The Stack dedup is
+# cleaner.
+KEPT_SHARE = {"code": 0.6, "text": 0.5}
+PILOT_SHARE = 0.01  # with pilot_units: the pilot reads at least 1% of every source's units
+PILOT_NEED_SHARE = 0.25  # without: a quarter of what each source is expected to need
+PILOT_UNITS_WITHOUT_HINTS = 4  # units of unknown size: the fixed count it used to be
 
 
 def pilot_counts(manifest: Manifest, units: Mapping[str, list[InputUnit]]) -> dict[str, int]:
+    """Round 0's prefix per source (in its seeded order `units`).
+
+    With `pilot_units` set: at least that many units or 1%. Without (the default): a
+    sample sized from the mixture's need, PILOT_NEED_SHARE of the bytes the source is
+    expected to give its components (`expected_need_bytes`), at least one unit. The
+    first step's work on the pilot's units is every later round's too (its outputs
+    are not scoped to a round), so a pilot near the need wastes little of it."""
     assert manifest.mixture is not None
     least = manifest.mixture.pilot_units
+    hinted = all(u.bytes_hint > 0 for us in units.values() for u in us)
+    if least is None and hinted:
+        need = expected_need_bytes(manifest, units)
+        return {name: _prefix_for([float(u.bytes_hint) for u in us], 0.0,
+                                  goal=PILOT_NEED_SHARE * need.get(name, 0.0)) if us else 0
+                for name, us in units.items()}
+    least = least or PILOT_UNITS_WITHOUT_HINTS
     return {name: min(len(us), max(least, math.ceil(PILOT_SHARE * len(us))))
             for name, us in units.items()}
+
+
+def expected_need_bytes(manifest: Manifest, units: Mapping[str, list[InputUnit]]
+                        ) -> dict[str, float]:
+    """Input bytes each source is expected to need before any is read: its components'
+    targets x (1 + read_margin) at TOKEN_BYTES bytes per token and KEPT_SHARE of the
+    bytes kept, a component's target shared among the sources that may feed it by
+    their sizes."""
+    assert manifest.mixture is not None
+    weights = manifest.mixture.weights
+    size = {name: float(sum(u.bytes_hint for u in us)) for name, us in units.items()}
+    possible = {s.name: possible_keys(s.name, s.kind, s.lang, weights)
+                for s in manifest.sources}
+    need: dict[str, float] = defaultdict(float)
+    for key, target in targets(manifest).items():
+        feeders = [name for name in units if key in possible.get(name, set())]
+        total = sum(size[name] for name in feeders)
+        for name in feeders:
+            share = size[name] / total if total else 1 / len(feeders)
+            kept = KEPT_SHARE.get(manifest.source(name).kind, 1.0)
+            need[name] += (target * (1 + manifest.mixture.read_margin) * TOKEN_BYTES
+                           / kept * share)
+    return dict(need)
 
 
 def targets(manifest: Manifest) -> dict[str, int]:
@@ -149,11 +196,13 @@ def _feeders(key: str, result: RoundResult, possible: Mapping[str, set[str]]) ->
     return sorted(gave | {s for s, keys in possible.items() if key in keys})
 
 
-def _prefix_for(sizes: list[float], share: float) -> int:
-    """Fewest units (in order) holding `share` of the source's expected bytes."""
-    if share >= 1:
-        return len(sizes)
-    goal = share * sum(sizes)
+def _prefix_for(sizes: list[float], share: float, goal: float | None = None) -> int:
+    """Fewest units (in order, at least one) holding `share` of the source's expected
+    bytes, or `goal` bytes."""
+    if goal is None:
+        if share >= 1:
+            return len(sizes)
+        goal = share * sum(sizes)
     running = 0.0
     for n, size in enumerate(sizes, start=1):
         running += size

@@ -170,7 +170,8 @@ class _Runner:
     """Runs steps and gathers what stats.json and timings.json need."""
 
     def __init__(self, workers: int | None, progress: Mode, console: Console) -> None:
-        self.workers, self.progress, self.console = workers, progress, console
+        self.workers, self.console = workers, console
+        self.progress: Mode = progress
         self.timings: dict[str, float] = {}
         self.memory: dict[str, float] = {}
         self.cpu: dict[str, float] = {}

@@ -204,7 +204,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             hint = int(source.size_hint or 0)
             by_kind[source.kind] += hint
             by_source[source.name] = hint
-            out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
+            reader = source.reader.type_name()
+            out.print(f"  {source.name:<24} {source.kind:<5} {reader:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
             continue
@@ -212,7 +213,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         size = sum(u.bytes_hint for u in units[source.name])
         by_kind[source.kind] += size
         by_source[source.name] = size
-        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
+        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type_name():<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
     if manifest.sample is not None:

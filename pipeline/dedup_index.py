@@ -61,7 +61,7 @@ def _indexing_steps(run_dir: str) -> list[tuple[GlobalStage, GlobalContext]]:
             raise NotIndexableError(f"{run_dir}: more than one {name} step; an index holds one")
         ctx = GlobalContext(run_dir, storage.join(run_dir, record["work_dir"]),
                             {k: storage.join(run_dir, v)
-                             for k, v in record["input_shards"].items()}, record["seed"], 0)
+                             for k, v in record["input_shards"].items()}, record["seed"])
         found[name] = (cls(cls.Params.model_validate(record["params"])), ctx)
     return list(found.values())
 

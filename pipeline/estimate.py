@@ -19,18 +19,14 @@ from dataclasses import dataclass
 from ..stages.base import GlobalStage, StageParams, sources_in_scope
 from ..stages.hooks import CostInput
 from ..stages.registry import is_global, stage_class, stage_hooks
-from .budget import PILOT_SHARE
+from .budget import KEPT_SHARE, PILOT_SHARE, TOKEN_BYTES
 from .manifest import Manifest
 
 # A stage's rate (MB/s per core) and what it holds on disk and in memory are its `cost`
 # hook (stages/hooks.py), in the stage's module.
 PARQUET_RATIO = 0.35  # zstd parquet bytes per text byte, measured on the demo output
 AVG_DOC_BYTES = 5_000  # The Stack / RefinedWeb are both around 3-8 KB per document
-TOKEN_BYTES = 3.5  # text bytes per token (Llama-style tokenizers on code and English)
-# Kept bytes per input byte through every stage, assumed for `plan`'s `read: needed`
-# estimate only: a build measures it on its pilot instead (pipeline/budget.py). Web text
-# loses the most to language, quality and near-dup filters; The Stack dedup is cleaner.
-KEPT_SHARE = {"code": 0.6, "text": 0.5}
+# TOKEN_BYTES and KEPT_SHARE (pipeline/budget.py): the priors `plan` and the pilot share.
 
 
 @dataclass(frozen=True)

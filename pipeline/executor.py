@@ -15,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.exceptions import RayTaskError
 
 from ..stages import storage
 from ..stages.base import Phase, Resources, Task
 from . import ray_reaper
 from . import worker_memory as memory
+from .local_ray import loopback_only
 
 log = logging.getLogger("lemur_data")
 
@@ -57,13 +59,15 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
         os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
         os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
-        before = ray_reaper.children(os.getpid()).items()
-        # A local instance needs no network beyond loopback.
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", **options)
-        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): the
-        # processes ray.init started, and theirs, are stopped when this one is gone.
-        ray_reaper.start(dict(ray_reaper.children(os.getpid()).items() - before))
+        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): what
+        # ray.init starts from here on is stopped when this process is gone, also when it
+        # is killed while ray.init runs.
+        ray_reaper.start()
+        # A local instance needs no network beyond loopback, and no job API (local_ray).
+        with loopback_only():
+            ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
+                     _node_ip_address="127.0.0.1", **options)
+        ray_reaper.started()
 
 
 def is_done(task: Task, marker: str) -> bool:
@@ -154,7 +158,7 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
                     usage["peak_worker_rss_mb"] = round(
                         max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
                     usage["cpu_seconds"] = round(usage.get("cpu_seconds", 0.0) + cpu, 3)
-            except ray.exceptions.RayTaskError as error:
+            except RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)
                 cause = error.cause if getattr(error, "cause", None) else error

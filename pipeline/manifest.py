@@ -39,7 +39,7 @@ from ..filters.langid import code as code_detector
 from ..stages.base import StageParams
 from ..stages.ingest import READERS, ReaderConfig
 from ..stages.readers.common import SourceInfo
-from ..stages.registry import STAGES
+from ..stages.registry import STAGE_INFO, STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
 from ..stages.tokenize.tokenizer import TokenizerConfig, engine_versions
 from ..stages.user_file import MiB, UserFileError, read_user_file
@@ -109,8 +109,9 @@ class MixtureSpec(Strict):
     will use (pipeline/budget.py); `all`: every unit of every source."""
     read_margin: NonNegativeFloat = 0.15
     """With read: needed, read for target x (1 + margin) expected kept tokens."""
-    pilot_units: PositiveInt = 4
-    """With read: needed, the pilot reads at least this many units (or 1%) per source."""
+    pilot_units: PositiveInt | None = None
+    """With read: needed, the pilot reads at least this many units (or 1%) per source;
+    unset: a sample sized from the mixture's need (pipeline/budget.py)."""
 
     @model_serializer(mode="wrap")
     def _without_budget_defaults(self, handler: SerializerFunctionWrapHandler,
@@ -335,7 +336,8 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
         # the stages' own parameters too, so every error shows in one pass
-        stages = raw.get("stages") if isinstance(raw.get("stages"), list) else []
+        stages = raw.get("stages")
+        stages = stages if isinstance(stages, list) else []
         raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
     problems += _check_stages(manifest.stages) + _check_references(manifest)
     if problems:
@@ -355,7 +357,8 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
         elif item["type"] == "missing":
             message = "required key is missing"
         elif item["type"] == "union_tag_invalid":
-            message = f"unknown reader type; expected one of {item['ctx']['expected_tags']}"
+            expected = item.get("ctx", {}).get("expected_tags")
+            message = f"unknown reader type; expected one of {expected}"
         elif item["type"] == "union_tag_not_found":
             message = f"reader needs a `type` key, one of: {', '.join(READERS)}"
         given = item.get("input")
@@ -395,6 +398,13 @@ def _check_stages(stages: list[Any]) -> list[str]:
             STAGES[name].Params.model_validate(params or {})
         except ValidationError as error:
             problems += _describe(error, prefix=f"stages[{i}].{name}.")
+    names = [next(iter(e)) if isinstance(e, dict) and len(e) == 1 else None for e in stages]
+    for i, name in enumerate(names):
+        info = STAGE_INFO.get(name) if isinstance(name, str) else None
+        for j, earlier in enumerate(names[:i]):
+            if info is not None and earlier in info.before:
+                problems.append(f"stages[{i}].{name}: must come before {earlier} "
+                                f"(stages[{j}]); move it up")
     return problems
 
 

@@ -57,7 +57,7 @@ class CostInput:
     """Documents in the stage's scope (bytes / an average document size)."""
     step_write_bytes: float
     """Bytes of the kept shards written after this stage (0 unless it ends a step)."""
-    mixture_tokens: int | None = None
+    mixture_tokens: float | None = None
     """The mixture's target tokens, when the manifest has a mixture."""
 
     @property
@@ -157,6 +157,6 @@ class StageHooks:
     def cost(cls, params: Any, size: CostInput) -> Cost:
         """Core-hours, disk and worker memory of the stage on `size` (`params`: its
         manifest parameters, None for an implicit stage)."""
-        rates = dict(zip(("code", "text"), cls.rate_mb_s, strict=True))
+        rates: dict[str, float] = dict(zip(("code", "text"), cls.rate_mb_s, strict=True))
         core_hours = sum(n / 1e6 / rates[kind] / 3600 for kind, n in size.bytes_by_kind.items())
         return Cost(core_hours, size.step_write_bytes, WORKER_BASE_MB)

@@ -21,10 +21,12 @@ language entry. Reasons are rule names (`max_line_length`, `encoded_data`,
 `gopher_quality/gopher_short_doc`, `c4/curly_bracket`, ...); metric columns
 `q_*` are added for every document the stage sees.
 
-A code document whose input says it is generated or vendored (the `generated` and
-`vendor` columns, The Stack v2's `is_generated` / `is_vendor`) is removed as
-`generated` / `vendor` on that word; where the input says whether it is generated, the
-marker rule (`auto_generated`) is not run again.
+go-enry's file classes are code rules too, each switched on with `true`: `vendored`,
+`generated`, `documentation`, `dotfile`, `configuration`, `test` (starcoder2 turns on
+`vendored` and `generated`). Where the input says whether a file is generated or
+vendored (the `generated` and `vendor` columns, The Stack v2's `is_generated` /
+`is_vendor`), that verdict is used and go-enry is not asked; where it says whether it
+is generated, the marker rule (`auto_generated`) is not run again either.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from ..filters.quality import code_rules
+from ..filters.quality.file_classes import file_class
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
 
@@ -84,6 +87,20 @@ class CodeRuleOverrides(_Strict):
     """Longest base64/hex/\\u-escape run allowed, in characters (StarCoder2: 1024)."""
     encoded_max_fraction: float | None = None
     """Highest share of characters inside encoded runs (StarCoder2: 0.5)."""
+    vendored: bool | None = None
+    """Remove vendored files (go-enry IsVendor, or the source's `vendor` column;
+    starcoder2: on)."""
+    generated: bool | None = None
+    """Remove generated files (go-enry IsGenerated, or the source's `generated` column;
+    starcoder2: on)."""
+    documentation: bool | None = None
+    """Remove documentation files (go-enry IsDocumentation: docs/, README, ...)."""
+    dotfile: bool | None = None
+    """Remove dot files (go-enry IsDotFile: `.eslintrc`, files under `.github/`, ...)."""
+    configuration: bool | None = None
+    """Remove configuration files (go-enry IsConfiguration: package.json, *.ini, ...)."""
+    test: bool | None = None
+    """Remove test files (go-enry IsTest: test/, *_test.go, *Test.java, ...)."""
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
@@ -366,11 +383,12 @@ class Quality(DocumentStage[QualityParams]):
         n = docs.num_rows
         kinds = docs.column("kind").to_pylist()
         reasons: list[str | None] = [None] * n
+        details: list[str | None] = [None] * n
         columns: dict[str, list[Any]] = {f.name: [None] * n for f in self.added_columns()}
         text_column = docs.column("text")
         code_rows = [i for i, k in enumerate(kinds) if k == "code"]
         if self._code_table is not None and code_rows:
-            self._code(docs, code_rows, reasons, columns)
+            self._code(docs, code_rows, reasons, details, columns)
         text_rows = [i for i, k in enumerate(kinds) if k == "text"]
         edited: dict[int, str] = {}
         if self._text_rules and text_rows:
@@ -388,10 +406,10 @@ class Quality(DocumentStage[QualityParams]):
             index = table.schema.get_field_index(field.name)
             table = (table.set_column(index, field, values) if index >= 0
                      else table.append_column(field, values))
-        return StageResult(table, pa.array(reasons, pa.string()))
+        return StageResult(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
     def _code(self, docs: pa.Table, rows: list[int], reasons: list[str | None],
-              columns: dict[str, list[Any]]) -> None:
+              details: list[str | None], columns: dict[str, list[Any]]) -> None:
         table = self._code_table
         assert table is not None
         take = pa.array(rows, pa.int64())
@@ -405,8 +423,18 @@ class Quality(DocumentStage[QualityParams]):
         thresholds = [table.get(lang) if known is None else table.without_autogen(lang)
                       for lang, known in zip(langs, generated, strict=True)]
         found, metrics = code_rules.evaluate(texts, thresholds, paths)
-        found = ["generated" if g else "vendor" if v else f
-                 for f, g, v in zip(found, generated, vendor, strict=True)]
+        # go-enry's file classes come first: a vendored file is reported as vendored,
+        # whatever its lines (filters/quality/file_classes.py).
+        classes = [t.file_classes() for t in thresholds]
+        strings: list[str] = texts.to_pylist() if any(classes) else []
+        for j, enabled in enumerate(classes):
+            if not enabled:
+                continue
+            known = {"generated": generated[j], "vendored": vendor[j]}
+            hit = file_class(paths[j], strings[j], enabled, known)
+            if hit:
+                found[j] = hit[0]
+                details[rows[j]] = hit[1]
         names = {"q_lines": "lines", "q_max_line": "max_line_length",
                  "q_mean_line": "mean_line_length", "q_alpha_frac": "alpha_fraction",
                  "q_encoded_frac": "encoded_fraction"}

@@ -31,13 +31,16 @@ class StageInfo:
     only its hooks: ingest is the readers plus the checks in ingest.py)."""
     listed: bool = True
     """A manifest may name it under `stages:` (implicit stages are not listed)."""
+    before: tuple[str, ...] = ()
+    """Stages it must come before in a manifest (optout before dedup: an opted-out copy
+    must never be the one dedup keeps)."""
 
 
 # The order is the order of a run's implicit and usual stages.
 STAGE_INFO: dict[str, StageInfo] = {
     "ingest": StageInfo("ingest:Ingest", listed=False),
     "notebooks": StageInfo("notebooks:Notebooks"),
-    "optout": StageInfo("optout:OptOut"),
+    "optout": StageInfo("optout:OptOut", before=("exact_dedup", "minhash", "repo_context")),
     "licenses": StageInfo("licenses:Licenses"),
     "langid": StageInfo("langid:LangId"),
     "quality": StageInfo("quality:Quality"),

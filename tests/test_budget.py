@@ -102,6 +102,29 @@ def test_prefix_is_the_fewest_units_holding_the_share() -> None:
     assert _prefix_for([10, 10, 10, 10], 2.0) == 4
 
 
+def test_pilot_is_sized_from_the_need_not_a_unit_count(tmp_path: Path) -> None:
+    """Issue 30's mix: a small source under its target (read whole) and a 9-unit one
+    the mix needs a tenth of: the pilot reads one unit of it, not four."""
+    from lemur_data.pipeline.budget import expected_need_bytes, pilot_counts
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.pipeline.planner import list_units
+    from tests.bench.bench_budget import stdlib_manifest
+
+    raw = stdlib_manifest("needed", 3e6)
+    parsed = parse_manifest(raw, base_dir=tmp_path)
+    orders = {n: unit_order(us, parsed.seed) for n, us in list_units(parsed).items()}
+    assert (len(orders["lib"]), len(orders["test"])) == (1, 9)
+    need = expected_need_bytes(parsed, orders)
+    test_bytes = sum(u.bytes_hint for u in orders["test"])
+    # 600k target tokens x 1.15 x 3.5 bytes / 0.6 kept: about a quarter of test/
+    assert 0.15 < need["test"] / test_bytes < 0.35
+    assert need["lib"] > orders["lib"][0].bytes_hint  # more than it has: read whole
+    assert pilot_counts(parsed, orders) == {"lib": 1, "test": 1}
+    raw["mixture"]["pilot_units"] = 4  # the fixed count, when asked for
+    fixed = parse_manifest(raw, base_dir=tmp_path)
+    assert pilot_counts(fixed, orders) == {"lib": 1, "test": 4}
+
+
 def test_a_source_feeds_the_components_its_documents_can_match() -> None:
     weights = {"code:Python": 6, "code": 4, "text": 1}
     # detected languages: Python files go to code:Python, the others to code

@@ -236,6 +236,39 @@ def test_script_takes_each_nodes_rank_at_run_time(tmp_path: Path) -> None:
     assert done.returncode == 2 and "set MEGATRON_LM to a Megatron-LM checkout" in done.stderr
 
 
+def test_rendered_values_are_never_run_by_the_shell(tmp_path: Path) -> None:
+    """Issue 32: `--master-addr '$(...)'` went unquoted into train.sh and ran with it."""
+    train = TrainConfig(**LEMUR_TRAIN)
+    planted = tmp_path / "pwned"
+    hostile = f"$(touch {planted})`touch {planted}`;touch {planted} 'x\"y\nz"
+    plan = render(train, "/runs/x", 90e9, LLAMA_TOKENIZER,
+                  resolve_distributed(train, {}, master_addr=hostile))
+    script = tmp_path / "train.sh"
+    script.write_text(plan.script())
+    checkout, bin_dir = tmp_path / "Megatron-LM", tmp_path / "bin"
+    checkout.mkdir()
+    (checkout / "pretrain_gpt.py").write_text("")
+    bin_dir.mkdir()
+    recorder = bin_dir / "torchrun"
+    recorder.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done\n')
+    recorder.chmod(recorder.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEGATRON_LM": str(checkout)}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not planted.exists()
+    argv = done.stdout.split("\0")
+    assert argv[argv.index("--master-addr") + 1] == hostile
+
+
+@pytest.mark.parametrize("port", [0, 99999, -1])
+def test_a_master_port_outside_tcp_is_refused(port: int) -> None:
+    train = TrainConfig(**LEMUR_TRAIN)
+    with pytest.raises(ValueError, match=f"master port {port} .* not a TCP port"):
+        resolve_distributed(train, {}, master_port=port)
+    with pytest.raises(ValueError, match="env MASTER_PORT"):
+        resolve_distributed(train, {"MASTER_PORT": str(port)})
+
+
 # ----------------------------------------------------------------------------- a real run
 
 def _manifest(base: Path, train: dict, **extra) -> dict:
@@ -433,8 +466,7 @@ def test_cli_dry_run_prints_and_real_run_refuses_without_gpus(built_run: tuple[d
     shebang = dry.stdout.split("\n", 1)[0]
     assert shebang.startswith("#!/") and shebang.endswith("/env bash"), shebang
     assert "pretrain_gpt.py" in dry.stdout
-    assert 'NNODES="${NNODES:-2}"' in dry.stdout and 'MASTER_ADDR="${MASTER_ADDR:-head0}"' \
-        in dry.stdout
+    assert "DEFAULT_NNODES=2" in dry.stdout and "DEFAULT_MASTER_ADDR=head0" in dry.stdout
     assert "node 1 of 2" in dry.stderr and "node_rank from env SLURM_NODEID" in dry.stderr
     assert "[ok  ] data:" in dry.stderr and "[FAIL] megatron-lm: MEGATRON_LM is not set" \
         in dry.stderr
@@ -450,7 +482,7 @@ def test_cli_dry_run_prints_and_real_run_refuses_without_gpus(built_run: tuple[d
     assert usage.returncode == 2 and "node rank 3" in usage.stderr
     # Rendered again without node arguments: the manifest's one node.
     prepare(parse_manifest(raw, base_dir=run.parent), str(run))
-    assert 'NNODES="${NNODES:-1}"' in (run / "launch" / "train.sh").read_text()
+    assert "DEFAULT_NNODES=1" in (run / "launch" / "train.sh").read_text()
 
 
 @pytest.mark.parametrize("name, iters", [("demo.yaml", 306), ("lemur-90b.yaml", 21458)])

@@ -161,3 +161,15 @@ def test_where_on_parquet_prunes_row_groups_and_skipped_rows_are_no_input(
     assert planned_rows == (16 if push_down else 48)  # 2 of 6 groups hold the part
     assert json.dumps(manifest.model_dump(mode="json")["sources"][0]["reader"]["where"]) == (
         '{"field": "meta.redpajama_set_name", "in": ["RedPajamaC4"]}')
+
+
+def test_the_card_says_what_a_source_filter_took() -> None:
+    from lemur_data.pipeline.manifest import load_manifest
+    from lemur_data.pipeline.publish.card import _sources
+
+    manifest = load_manifest(MANIFEST).model_dump(mode="json")
+    table = _sources(manifest, {"output": {"by_source": {}}, "stages": []})
+    row = next(line for line in table.splitlines() if line.startswith("| redpajama-arxiv "))
+    assert "where `meta.redpajama_set_name` in `['RedPajamaArXiv']`" in row
+    assert "where" not in next(line for line in table.splitlines()
+                               if line.startswith("| refinedweb "))

@@ -57,6 +57,13 @@ def failed(checks: list[Check]) -> list[Check]:
 
 # ----------------------------------------------------------------------------- layout
 
+
+def _int(value: object) -> int:
+    """A numeric Megatron flag's value: an int, or its text as given in `overrides`."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"{value!r} is not a number")
+
 def check_layout(plan: LaunchPlan) -> Check:
     """Megatron's own divisibility rules, so a bad layout fails here and not after start-up."""
     train, flags = plan.train, plan.flags
@@ -67,8 +74,8 @@ def check_layout(plan: LaunchPlan) -> Check:
         problems.append(f"{world} GPUs ({plan.distributed.nnodes} nodes x "
                         f"{train.gpus_per_node}) are not a multiple of TP x PP = {tp * pp}")
     dp = max(world // (tp * pp), 1)
-    layers, heads = int(flags["--num-layers"]), int(flags["--num-attention-heads"])  # type: ignore[call-overload]
-    groups = int(flags.get("--num-query-groups", heads))  # type: ignore[call-overload]
+    layers, heads = _int(flags["--num-layers"]), _int(flags["--num-attention-heads"])
+    groups = _int(flags.get("--num-query-groups", heads))
     if layers % pp:
         problems.append(f"{layers} layers do not split over PP = {pp} stages")
     if heads % tp or groups % tp:
@@ -219,9 +226,9 @@ def check_tokenizer(plan: LaunchPlan) -> Check:
     tp = train.tensor_parallel
     given = plan.flags.get("--padded-vocab-size")
     if given is not None:
-        padded = int(given)  # type: ignore[call-overload]
+        padded = _int(given)
     else:
-        multiple = int(plan.flags.get("--make-vocab-size-divisible-by", 128)) * tp  # type: ignore[call-overload]
+        multiple = _int(plan.flags.get("--make-vocab-size-divisible-by", 128)) * tp
         padded = math.ceil(vocab / multiple) * multiple
     if preset.vocab_size is not None and vocab != preset.vocab_size:
         return Check("tokenizer", "fail", f"vocab size mismatch: the tokenizer has {vocab} "

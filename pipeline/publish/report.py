@@ -232,7 +232,9 @@ def _sample_banner(stats: dict[str, Any]) -> str:
     return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
 
 
-def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "") -> str:
+def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "",
+                  examples: str = "") -> str:
+    """`examples`: the section of removed documents' examples (publish/examples.py)."""
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
     overview = [("input documents", stats["input"]["docs"]),
@@ -261,6 +263,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
         _profile_section(stats), _read_section(stats), _mixture_section(stats),
         "<h2 id='stage-details'>Stage details</h2>",
         *[_stage_section(s) for s in stats.get("stages") or []],
+        examples,
         "<h2 id='checks'>Checks</h2>",
         table(["check", "passed"], [(k, str(v)) for k, v in stats.get("checks", {}).items()]),
     ]

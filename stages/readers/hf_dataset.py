@@ -115,10 +115,11 @@ class HFDatasetReader(Reader[HFDatasetParams]):
         for row_no, record in enumerate(dataset):
             locator = f"{self.params.split}/{unit.index}#{row_no}"
             text = record.get(text_key)
-            fields = {t: record.get(self.source.column(t, "") or "")
+            values = {t: record.get(self.source.column(t, "") or "")
                       for t in ("path", "repo", "license", "lang", "url", "license_type")}
-            fields = {k: (",".join(map(str, v)) if isinstance(v, list) else
-                          (None if v is None else str(v))) for k, v in fields.items()}
+            fields: dict[str, Any] = {  # document columns, for RowCollector.add
+                k: (",".join(map(str, v)) if isinstance(v, list) else
+                    (None if v is None else str(v))) for k, v in values.items()}
             stars = record.get(self.source.column("stars", "") or "")
             fields["stars"] = stars if isinstance(stars, int) else None
             for flag in ("generated", "vendor"):

@@ -14,20 +14,43 @@ scores, ...): such a model is encoded by sentencepiece itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 # sentencepiece_model.proto: ModelProto.SentencePiece.Type and TrainerSpec.ModelType
 NORMAL, USER_DEFINED, UNUSED = 1, 4, 5
 BPE = 2
+CONVERSION = 1  # bump when tokenizer_json's output changes: names the cached files
+
+
+def cached_tokenizer_json(model: bytes, proto: Any) -> str:
+    """`tokenizer_json(proto)`, kept in the user's cache (0.4 s per worker saved)."""
+    digest = hashlib.sha256(model).hexdigest()[:24]
+    cache = (Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
+             / "tokenizers" / f"spm-{digest}-v{CONVERSION}.json")
+    try:
+        return cache.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    text = tokenizer_json(proto)
+    try:  # a cache is a convenience: a read-only home only costs the conversion again
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        scratch = cache.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(text, encoding="utf-8")
+        scratch.replace(cache)
+    except OSError:
+        pass
+    return text
 
 
 def load_proto(model: bytes | str) -> Any:
     """The ModelProto of a SentencePiece model's bytes (or of the file at a path)."""
     from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-    proto = model_pb2.ModelProto()
+    proto = model_pb2.ModelProto()  # pyright: ignore[reportAttributeAccessIssue]  # made by protobuf
     proto.ParseFromString(model if isinstance(model, bytes) else Path(model).read_bytes())
     return proto
 

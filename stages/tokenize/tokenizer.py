@@ -210,7 +210,7 @@ def _from_sentencepiece(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     eos = config.eos_id if config.eos_id is not None else model.eos_id()
     proto = convert.load_proto(data)
     why_not = convert.inexact_reason(proto)
-    json_text = convert.tokenizer_json(proto) if why_not is None else None
+    json_text = convert.cached_tokenizer_json(data, proto) if why_not is None else None
     choice = backends.choose("sentencepiece", model, json_text, why_not, config.threads,
                              tuple(convert.tie_probes(proto)))
     return TextTokenizer(config.describe(), model, "sentencepiece", model.vocab_size(),
