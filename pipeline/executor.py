@@ -75,20 +75,23 @@ def is_done(task: Task, marker: str) -> bool:
 
 
 @ray.remote(max_retries=3)
-def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
-    """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
+def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float, float]:
+    """The task's summary, its worker's peak RSS (MB), and the CPU and wall seconds the
+    task took."""
     if is_done(task, marker):
-        return storage.read_json(marker), memory.peak_rss_mb(), 0.0
+        return storage.read_json(marker), memory.peak_rss_mb(), 0.0, 0.0
     memory.prepare_worker()
     memory.reset_peak_rss()
     start_mb = memory.status_mb("VmRSS:")
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
+    wall_start = time.perf_counter()
     try:
         summary = task.run()
         storage.write_json_atomic(marker, summary)
         peak = memory.peak_rss_mb()
         memory.log_task_memory(marker, start_mb, peak)
-        return summary, peak, time.process_time() - cpu_start
+        return (summary, peak, time.process_time() - cpu_start,
+                time.perf_counter() - wall_start)
     finally:
         memory.release_memory()
 
@@ -124,8 +127,9 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
     """Run every task of `phase`; return their summaries in task order.
 
     `usage`, when given, receives `peak_worker_rss_mb`: the largest peak memory of a
-    worker process that ran one of these tasks, and `cpu_seconds`: the CPU time the
-    tasks run here took, summed (kept out of the summaries, which must
+    worker process that ran one of these tasks, `cpu_seconds`: the CPU time the
+    tasks run here took, summed, and `task_seconds`: their wall time inside the worker,
+    summed (kept out of the summaries, which must
     not change between runs).
     """
     check_feasible(phase)
@@ -153,11 +157,12 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         for ref in done:
             task = in_flight.pop(ref)
             try:
-                summaries[task.key], rss, cpu = ray.get(ref)
+                summaries[task.key], rss, cpu, wall = ray.get(ref)
                 if usage is not None:
                     usage["peak_worker_rss_mb"] = round(
                         max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
                     usage["cpu_seconds"] = round(usage.get("cpu_seconds", 0.0) + cpu, 3)
+                    usage["task_seconds"] = round(usage.get("task_seconds", 0.0) + wall, 3)
             except RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)

@@ -44,9 +44,9 @@ def loopback_only() -> Iterator[None]:
     def no_api_server(self: object, **_: object) -> None:
         """The job and state API server: a build uses neither."""
 
-    node.Node.start_api_server = no_api_server  # type: ignore[method-assign]
+    node.Node.start_api_server = no_api_server
     try:
         yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
-        node.Node.start_api_server = saved_start  # type: ignore[method-assign]
+        node.Node.start_api_server = saved_start
