@@ -131,6 +131,12 @@ class StageHooks:
         return []
 
     @classmethod
+    def card_sources(cls, entry: StatsEntry) -> str:
+        """A sentence the card's Sources section adds after the code-language note (a
+        stage that labels code says what became of the files it could not place)."""
+        return ""
+
+    @classmethod
     def card_chapter(cls, entry: StatsEntry) -> tuple[str, str] | None:
         """A chapter of the card of its own, (title, markdown), after `Processing`."""
         return None

@@ -115,16 +115,10 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
 
 
 def _unknown_code(stats: dict[str, Any]) -> str:
-    """How many code files the detector could not place, and what became of them."""
-    langid = next((s for s in stats.get("stages") or [] if s.get("name") == "langid"), None)
-    code = (langid or {}).get("params", {}).get("code")
-    if not langid or not code:
-        return ""
-    if code.get("unknown", "drop") == "drop":
-        removed = langid.get("removed_by_reason", {}).get("langid:unknown_language", {})
-        return f" Files it could not place: {removed.get('docs', 0):,}, removed."
-    kept = langid.get("by_lang", {}).get("unknown", {}).get("kept", {})
-    return f" Files it could not place: {kept.get('docs', 0):,}, kept with no language."
+    """What the stages add to the code-language note (the files a detector could not
+    place, and what became of them)."""
+    return "".join(hooks.card_sources(stage) for stage in stats.get("stages") or []
+                   if (hooks := _hooks(stage["name"])) is not None)
 
 
 def _read(stats: dict[str, Any]) -> str:
