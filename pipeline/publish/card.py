@@ -9,6 +9,7 @@ figures, the mixture, tokenizer and Megatron layout, how to reproduce the run
 
 from __future__ import annotations
 
+import html
 import importlib.metadata
 import json
 from typing import Any, Literal
@@ -93,7 +94,9 @@ def _md_table(headers: list[str], rows: list[list[Any]]) -> str:
             return f"{v:,}"
         if isinstance(v, float):
             return f"{v:,.6g}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        # Data values (a language, a licence, a path) are text: the Hub renders raw HTML
+        # in markdown (`<!--` would hide the rest of the card), so <, > and & are escaped.
+        return html.escape(str(v), quote=False).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
