@@ -169,7 +169,7 @@ def class_of(value: str | None, license_type: str | None = None) -> LicenseClass
     """The input's own class where it gives one (The Stack v2's `license_type`:
     `permissive` or `no_license`), else `license_class(value)`."""
     if license_type in ("permissive", "no_license"):
-        return license_type  # type: ignore[return-value]
+        return license_type
     return license_class(value)
 
 

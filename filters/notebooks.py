@@ -18,7 +18,7 @@ import json
 import warnings
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import jupytext
 import nbformat
@@ -142,7 +142,8 @@ def to_script(nb: nbformat.NotebookNode, extension: str,
 
     `comment_magics`: jupytext's default, `%matplotlib inline` becomes
     `# %matplotlib inline`, so the script parses as the language."""
-    nb = nbformat.from_dict(nb)  # a copy: the metadata below must not leak to the caller
+    # a copy: the metadata below must not leak to the caller
+    nb = cast(nbformat.NotebookNode, nbformat.from_dict(nb))
     nb.metadata["jupytext"] = {"notebook_metadata_filter": "-all",
                                "cell_metadata_filter": "-all",
                                "comment_magics": comment_magics}

@@ -16,7 +16,8 @@ import heapq
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 _PY_IMPORT = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w ,\t*]+)|import[ \t]+([\w., \t]+))",
@@ -86,7 +87,8 @@ def _lines_with(text: str, word: str) -> list[str]:
     return lines
 
 
-def _matches(pattern: re.Pattern[str], text: str, word: str) -> list:  # type: ignore[type-arg]
+def _matches(pattern: re.Pattern[str], text: str, word: str) -> list[Any]:
+    """`pattern.findall` over the lines holding `word`: strings, or tuples of groups."""
     return [m for line in _lines_with(text, word) for m in pattern.findall(line)]
 
 
@@ -205,17 +207,21 @@ def dependency_order(paths: Sequence[str], deps: dict[str, set[str]]) -> list[st
     return order
 
 
-def _fewest_first(nodes, deps, key):  # type: ignore[no-untyped-def]
+N = TypeVar("N", int, str)  # a node of _fewest_first: a component or a path
+
+
+def _fewest_first(nodes: Sequence[N], deps: Mapping[N, Collection[N]],
+                  key: Callable[[N], str]) -> list[N]:
     """Repeatedly take the node with the fewest dependencies not yet taken (ties by key)."""
     remaining = {n: len(deps.get(n, ())) for n in nodes}
-    dependents: dict = defaultdict(list)
+    dependents: dict[N, list[N]] = defaultdict(list)
     for node in nodes:
         for dep in deps.get(node, ()):
             dependents[dep].append(node)
     heap = [(count, key(node), node) for node, count in remaining.items()]
     heapq.heapify(heap)
-    order = []
-    taken: set = set()
+    order: list[N] = []
+    taken: set[N] = set()
     while heap:
         count, _, node = heapq.heappop(heap)
         if node in taken or count != remaining[node]:

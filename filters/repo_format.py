@@ -64,8 +64,7 @@ def split_starcoder2(text: str) -> tuple[str | None, list[tuple[str | None, str]
     head, *chunks = text.split(FILE_SEP)
     if head.startswith(REPO_NAME):
         name = head[len(REPO_NAME):]
-        return name, [tuple(c.split("\n", 1)) if "\n" in c else (c, "")  # type: ignore[misc]
-                      for c in chunks]
+        return name, [(path, body) for path, _, body in (c.partition("\n") for c in chunks)]
     return None, [(None, c) for c in chunks]
 
 

@@ -168,10 +168,12 @@ class _Runner:
     """Runs steps and gathers what stats.json and timings.json need."""
 
     def __init__(self, workers: int | None, progress: Mode, console: Console) -> None:
-        self.workers, self.progress, self.console = workers, progress, console
+        self.workers, self.console = workers, console
+        self.progress: Mode = progress
         self.timings: dict[str, float] = {}
         self.memory: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.task_seconds: dict[str, float] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -198,6 +200,8 @@ class _Runner:
                                       usage.get("peak_worker_rss_mb", 0.0))
         self.cpu[step.label] = round(self.cpu.get(step.label, 0.0)
                                      + usage.get("cpu_seconds", 0.0), 3)
+        self.task_seconds[step.label] = round(self.task_seconds.get(step.label, 0.0)
+                                              + usage.get("task_seconds", 0.0), 3)
         return results
 
     def step(self, step: Step, phases: list[Phase] | None = None,
@@ -275,7 +279,10 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     storage.write_bytes_atomic(plan.layout.path("timings.json"),
                                json.dumps({"steps": runner.timings, "total": round(seconds, 3),
                                            "peak_worker_rss_mb": runner.memory,
-                                           "cpu_seconds": runner.cpu},
+                                           "cpu_seconds": runner.cpu,
+                                           # wall time inside the tasks, summed: a build's
+                                           # fixed cost is its wall time less this (1 worker)
+                                           "task_seconds": runner.task_seconds},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
 

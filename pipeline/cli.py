@@ -12,13 +12,26 @@ import shutil
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from .manifest import Manifest, ManifestError, load_manifest
+    from .manifest import Manifest
+
+# Nothing heavy is imported before `main` runs (rich, pydantic, the stages: seconds on a
+# loaded machine), so a Ctrl-C at any time after the start gets a message, not a
+# traceback of an interrupted import.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+
+
+def _console(*args: Any, **kwargs: Any) -> Console:
+    """rich's Console, imported when first needed."""
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
 
 
 def _positive_int(text: str) -> int:
@@ -48,6 +61,37 @@ SAMPLE_HELP = ("a seeded sample for tuning, not for training: a fraction F (0 < 
                "(default run folder: runs/<name>-sample-<F|N>)")
 
 
+def _run_dir(text: str) -> str:
+    """argparse type: a folder path; an empty one (`--run-dir ""`) would silently mean the
+    default folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a folder (or leave --run-dir out "
+                                         "for runs/<manifest name>)")
+    return text
+
+
+def _port(text: str) -> int:
+    """argparse type: a TCP port."""
+    value = _whole(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a TCP port (1..65535)")
+    return value
+
+
+def _rank(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lemur-data",
@@ -66,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     build = with_manifest("build", "Run the manifest: ingest, filter, dedup, tokenize and "
                                    "pack Megatron shards, then write stats, report and card. "
                                    "Rerunning the same command resumes a killed run.")
-    build.add_argument("--run-dir", help="output folder, local or fsspec URL "
+    build.add_argument("--run-dir", type=_run_dir, help="output folder, local or fsspec URL "
                                          "(default: runs/<manifest name>)")
     build.add_argument("--relist", action="store_true",
                        help="start the run over when its input listing changed since it "
@@ -85,39 +129,42 @@ def _parser() -> argparse.ArgumentParser:
     plan = with_manifest("plan", "List the sources, shards, steps and outputs of a build "
                                  "without running it, and estimate core-hours, disk and "
                                  "memory per stage.")
-    plan.add_argument("--run-dir", help="as for build")
+    plan.add_argument("--run-dir", type=_run_dir, help="as for build")
     plan.add_argument("--sample", type=_sample, metavar="F|N", help="as for build")
-    plan.add_argument("--cores-per-node", type=int, default=64,
+    plan.add_argument("--cores-per-node", type=_positive_int, default=64,
                       help="cores of one cluster node, for the nodes-per-day estimate "
                            "(default: 64)")
     launch = with_manifest("launch", "Render, check and run the Megatron-LM training of a "
                                      "built run (writes <run-dir>/launch/train.sh).")
-    launch.add_argument("--run-dir", help="as for build")
+    launch.add_argument("--run-dir", type=_run_dir, help="as for build")
     launch.add_argument("--dry-run", action="store_true",
                         help="write and print train.sh and the check results; run nothing "
                              "(exit 0 even if a check fails)")
-    launch.add_argument("--nnodes", type=int, help="nodes (default: NNODES, SLURM_NNODES, "
-                                                   "else train.nnodes)")
-    launch.add_argument("--node-rank", type=int, help="this node's rank (default: NODE_RANK, "
+    launch.add_argument("--nnodes", type=_positive_int,
+                        help="nodes (default: NNODES, SLURM_NNODES, else train.nnodes)")
+    launch.add_argument("--node-rank", type=_rank, help="this node's rank (default: NODE_RANK, "
                                                       "SLURM_NODEID, else 0)")
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
-    launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
+    launch.add_argument("--master-port", type=_port, help="default: MASTER_PORT, else 29500")
     index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
                   "MinHash band buckets and shingle sets of its kept documents and of the "
                   "duplicates it removed in their favour), so later builds can list the run "
                   "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
                   "where it exists; the run's work/ folder must still be there.")
     index = commands.add_parser("index", help=index_help, description=index_help)
-    index.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    index.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
                  "run from its stats.json.")
     card = commands.add_parser("card", help=card_help, description=card_help)
-    card.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    card.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     push_help = ("Upload a finished run to a Hugging Face Hub dataset repo (token: HF_TOKEN "
                  "or `hf auth login`).")
     push = commands.add_parser("push", help=push_help, description=push_help)
-    push.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    push.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
     push.add_argument("--private", action="store_true", help="create the repo private")
     push.add_argument("--include", choices=["none", "parquet", "megatron"], default="parquet",
@@ -133,8 +180,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command; Ctrl-C at any point, also while a command imports what it needs,
+    exits 130 with a message (a build says how to resume)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _console(stderr=True, soft_wrap=True).print("interrupted", highlight=False)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
+    console = _console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return _card(args.run_dir, console)
     if args.command == "index":
@@ -145,6 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .workbench.cli import run
 
         return run(args, console)
+    # The manifest's schema imports every reader and the stage registry (~1 s): only the
+    # commands that read a manifest pay for it.
+    from .manifest import ManifestError, load_manifest
+
     try:
         manifest = load_manifest(args.manifest)
     except ManifestError as error:
@@ -183,7 +244,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     from .estimate import estimate, nodes_for_a_day, read_fractions
     from .planner import plan_run
 
-    out = Console(soft_wrap=True)
+    out = _console(soft_wrap=True)
     out.print(f"manifest {manifest.name} (fingerprint {manifest.fingerprint()}), "
               f"run dir {run_dir}", highlight=False)
     out.print("sources:")
@@ -195,7 +256,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             units[source.name] = plan_units(source.reader, source.info(),
                                             manifest.shard.max_docs, int(manifest.shard.max_bytes))
         except LoadingScriptError as error:  # a manifest to change, not an offline guess
-            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
+            _console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
                                                        highlight=False)
             return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
@@ -203,7 +264,8 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             hint = int(source.size_hint or 0)
             by_kind[source.kind] += hint
             by_source[source.name] = hint
-            out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} not listed "
+            reader = source.reader.type_name()
+            out.print(f"  {source.name:<24} {source.kind:<5} {reader:<14} not listed "
                       f"({str(error).splitlines()[0][:80]}); size_hint {hint / 1e9:,.1f} GB",
                       highlight=False)
             continue
@@ -211,7 +273,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         size = sum(u.bytes_hint for u in units[source.name])
         by_kind[source.kind] += size
         by_source[source.name] = size
-        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type:<14} "
+        out.print(f"  {source.name:<24} {source.kind:<5} {source.reader.type_name():<14} "
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
     if manifest.sample is not None:
@@ -223,7 +285,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
         plan = plan_run(manifest, run_dir, units)
         earlier = earlier_reads(manifest)
     except EarlierRunError as error:
-        Console(stderr=True).print(f"error: {error}", highlight=False)
+        _console(stderr=True).print(f"error: {error}", highlight=False)
         return EXIT_USAGE
     out.print("steps:")
     for step in plan.steps:
@@ -336,7 +398,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
             stopping.join()
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
-    print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
+    print_summary(result.stats, run_dir, result.seconds, _console(width=max(width, 100)))
     return EXIT_OK
 
 

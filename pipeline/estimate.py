@@ -76,7 +76,8 @@ def estimate(manifest: Manifest, bytes_by_source: dict[str, int]) -> list[StageC
     writes = {i for i in range(len(names)) if i + 1 == len(names) or _is_global(names[i + 1])}
     for i, (stage, params) in enumerate(stages):
         info = STAGE_INFO.get(stage)
-        rates = dict(zip(("code", "text"), info.rate_mb_s, strict=True)) if info else {}
+        rates: dict[str, float] = (dict(zip(("code", "text"), info.rate_mb_s, strict=True))
+                                   if info else {})
         scoped = _scoped_bytes(manifest, params, bytes_by_source)
         input_bytes = sum(scoped.values())
         docs = input_bytes / AVG_DOC_BYTES
@@ -160,7 +161,8 @@ def _folder_bytes(folder: str) -> int:
     from ..stages import storage
 
     fs, local = storage.filesystem(folder)
-    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
+    sizes: dict[str, int] = fs.du(local, total=False) if fs.exists(local) else {}
+    return sum(sizes.values())
 
 
 def earlier_reads(manifest: Manifest) -> list[EarlierReads]:

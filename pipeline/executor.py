@@ -15,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.exceptions import RayTaskError
 
 from ..stages import storage
 from ..stages.base import Phase, Resources, Task
 from . import ray_reaper
 from . import worker_memory as memory
+from .local_ray import loopback_only
 
 log = logging.getLogger("lemur_data")
 
@@ -57,13 +59,15 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
         # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
         os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
         os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
-        before = ray_reaper.children(os.getpid()).items()
-        # A local instance needs no network beyond loopback.
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", **options)
-        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): the
-        # processes ray.init started, and theirs, are stopped when this one is gone.
-        ray_reaper.start(dict(ray_reaper.children(os.getpid()).items() - before))
+        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): what
+        # ray.init starts from here on is stopped when this process is gone, also when it
+        # is killed while ray.init runs.
+        ray_reaper.start()
+        # A local instance needs no network beyond loopback, and no job API (local_ray).
+        with loopback_only():
+            ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
+                     _node_ip_address="127.0.0.1", **options)
+        ray_reaper.started()
 
 
 def is_done(task: Task, marker: str) -> bool:
@@ -71,20 +75,23 @@ def is_done(task: Task, marker: str) -> bool:
 
 
 @ray.remote(max_retries=3)
-def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float]:
-    """The task's summary, its worker's peak RSS (MB) and the CPU seconds the task took."""
+def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float, float]:
+    """The task's summary, its worker's peak RSS (MB), and the CPU and wall seconds the
+    task took."""
     if is_done(task, marker):
-        return storage.read_json(marker), memory.peak_rss_mb(), 0.0
+        return storage.read_json(marker), memory.peak_rss_mb(), 0.0, 0.0
     memory.prepare_worker()
     memory.reset_peak_rss()
     start_mb = memory.status_mb("VmRSS:")
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too
+    wall_start = time.perf_counter()
     try:
         summary = task.run()
         storage.write_json_atomic(marker, summary)
         peak = memory.peak_rss_mb()
         memory.log_task_memory(marker, start_mb, peak)
-        return summary, peak, time.process_time() - cpu_start
+        return (summary, peak, time.process_time() - cpu_start,
+                time.perf_counter() - wall_start)
     finally:
         memory.release_memory()
 
@@ -120,8 +127,9 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
     """Run every task of `phase`; return their summaries in task order.
 
     `usage`, when given, receives `peak_worker_rss_mb`: the largest peak memory of a
-    worker process that ran one of these tasks, and `cpu_seconds`: the CPU time the
-    tasks run here took, summed (kept out of the summaries, which must
+    worker process that ran one of these tasks, `cpu_seconds`: the CPU time the
+    tasks run here took, summed, and `task_seconds`: their wall time inside the worker,
+    summed (kept out of the summaries, which must
     not change between runs).
     """
     check_feasible(phase)
@@ -149,12 +157,13 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         for ref in done:
             task = in_flight.pop(ref)
             try:
-                summaries[task.key], rss, cpu = ray.get(ref)
+                summaries[task.key], rss, cpu, wall = ray.get(ref)
                 if usage is not None:
                     usage["peak_worker_rss_mb"] = round(
                         max(usage.get("peak_worker_rss_mb", 0.0), rss), 1)
                     usage["cpu_seconds"] = round(usage.get("cpu_seconds", 0.0) + cpu, 3)
-            except ray.exceptions.RayTaskError as error:
+                    usage["task_seconds"] = round(usage.get("task_seconds", 0.0) + wall, 3)
+            except RayTaskError as error:
                 for other in in_flight:
                     ray.cancel(other)
                 cause = error.cause if getattr(error, "cause", None) else error

@@ -150,7 +150,7 @@ def plan_run(manifest: Manifest, run_dir: str,
             stage = cls(spec.params)
             ctx = GlobalContext(run_dir, layout.scoped(scope, "work", label),
                                 {k: v for k, v in inputs.items() if isinstance(v, str)},
-                                manifest.seed, 0)
+                                manifest.seed)
             phases = [replace(p, resources=spec.params.resources) for p in stage.phases(ctx)]
             plan.steps.append(Step(label, "global", [spec.name], phases,
                                    global_stage=stage, global_ctx=ctx,
@@ -161,7 +161,7 @@ def plan_run(manifest: Manifest, run_dir: str,
         elif documents_only and plan.steps:
             continue  # a pilot: only the first step's yield (and tokens) is measured
         else:
-            pending.append(cls(spec.params))  # type: ignore[arg-type]
+            pending.append(cls(spec.params))
             names.append(spec.name)
     tokenize = _tokenize_stage(manifest)
     if tokenize is not None:
@@ -174,7 +174,7 @@ def plan_run(manifest: Manifest, run_dir: str,
     if mix is not None:
         label = f"{number:02d}-{mix.name}"
         ctx = GlobalContext(run_dir, layout.scoped(scope, "work", label),
-                            dict(plan.output_shards), manifest.seed, 0)
+                            dict(plan.output_shards), manifest.seed)
         plan.steps.append(Step(label, "global", [mix.name], mix.phases(ctx),
                                global_stage=mix, global_ctx=ctx,
                                markers=layout.scoped(scope, "markers", label)))
@@ -185,7 +185,7 @@ def largest(requests: list[Resources]) -> Resources:
     """One fused task runs every stage of its step: it needs the most any of them asks."""
     if not requests:
         return Resources()
-    memories = [int(r.memory) for r in requests if r.memory is not None]
+    memories = [r.memory for r in requests if r.memory is not None]
     return Resources(cpus=max(r.cpus for r in requests),
                      memory=max(memories) if memories else None)
 

@@ -14,7 +14,7 @@ Two kinds of stage exist:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -64,7 +64,7 @@ def in_scope(table: pa.Table, params: StageParams) -> pa.Array:
     return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
 
 
-def sources_in_scope(sources: list[str] | None, kinds: list[str] | None,
+def sources_in_scope(sources: Sequence[str] | None, kinds: Sequence[str] | None,
                      kind_of: dict[str, str]) -> list[str]:
     """The sources (of `kind_of`: source name -> kind, in manifest order) a stage with
     these `sources`/`kinds` applies to: `in_scope` for whole sources, where there are
@@ -184,7 +184,6 @@ class Task:
     run: Callable[[], dict[str, Any]]
     outputs: tuple[str, ...] = ()
     """Files the task writes; a task counts as done only if its marker and these exist."""
-    docs_hint: int = 0
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,6 @@ class GlobalContext:
     work_dir: str
     input_shards: dict[str, str]  # shard id -> parquet path of the documents it reads
     seed: int
-    partitions: int
 
 
 class GlobalStage(ABC, Generic[P]):

@@ -15,7 +15,7 @@ whatever its stars); the rest are deduplicated among themselves as above.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import polars as pl
 import pyarrow as pa
@@ -115,7 +115,7 @@ class DecidePartition:
     earlier: tuple[Earlier, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
-        frames = [pl.from_arrow(storage.read_parquet(path)).with_columns(
+        frames = [cast(pl.DataFrame, pl.from_arrow(storage.read_parquet(path))).with_columns(
                       pl.lit(self.shard_of[path.rsplit("/", 2)[-2]]).alias("shard"))
                   for path in self.inputs]
         frame = pl.concat(frames) if frames else pl.DataFrame()
@@ -218,4 +218,4 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
                             for run in self.params.against]}
 
     def applier(self, ctx: GlobalContext) -> DecisionsApplier:
-        return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))  # type: ignore[arg-type]
+        return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))

@@ -51,9 +51,18 @@ class WorkFiles:
             if column not in columns:
                 continue
             wanted = [c for c in columns if c != "text"]
-            table = storage.read_parquet(path, wanted)
+            table = _read(path, wanted)
             found += table.filter(pc.is_in(table.column(column), pa.array(values))).to_pylist()
         return found
+
+
+def _read(path: str, columns: list[str]) -> pa.Table:
+    """ParquetFile, not read_table (which imports pyarrow.dataset and pandas)."""
+    import pyarrow.parquet as pq
+
+    fs, bare = storage.filesystem(path)
+    with fs.open(bare, "rb") as handle:
+        return pq.ParquetFile(handle).read(columns=columns)
 
 
 def number(value: Any) -> str:

@@ -7,7 +7,7 @@ document gets whatever its format: empty text, NUL bytes, oversize.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,10 +28,13 @@ _READER_CLASSES: tuple[type[Reader[Any]], ...] = (
 READERS: dict[str, type[Reader[Any]]] = {r.type_name(): r for r in _READER_CLASSES}
 _BY_PARAMS: dict[type[ReaderParams], type[Reader[Any]]] = {r.Params: r for r in _READER_CLASSES}
 
-ReaderConfig = Annotated[
-    Union[tuple(r.Params for r in _READER_CLASSES)],  # noqa: UP007 - built from the list
-    Field(discriminator="type"),
-]
+if TYPE_CHECKING:  # a union built at run time: the type checker sees the base class
+    ReaderConfig = ReaderParams
+else:
+    ReaderConfig = Annotated[
+        Union[tuple(r.Params for r in _READER_CLASSES)],  # noqa: UP007 - built from the list
+        Field(discriminator="type"),
+    ]
 
 
 def make_reader(params: ReaderParams, source: SourceInfo) -> Reader[Any]:

@@ -31,7 +31,7 @@ class _Strict(BaseModel):
 class TextLangRule(_Strict):
     keep: list[str] | None = ["en"]
     """ISO codes to keep (fastText lid.176 labels: en, de, zh, ...); null keeps any language."""
-    threshold: float = Field(0.65, ge=0.0, le=1.0)
+    threshold: float = Field(default=0.65, ge=0.0, le=1.0)
     """Least probability of the top language (RefinedWeb used 0.65)."""
 
 
@@ -107,23 +107,22 @@ class LangId(DocumentStage[LangIdParams]):
         details: list[str | None] = [None] * docs.num_rows
         text_rows = [i for i, k in enumerate(kinds) if k == "text"]
         if p.text is not None and text_rows:
-            self._text(docs, text_rows, sources, langs, scores, reasons, details)
+            self._text(p.text, docs, text_rows, sources, langs, scores, reasons, details)
         code_rows = [i for i, k in enumerate(kinds) if k == "code"]
         if p.code is not None and code_rows:
-            self._code(docs, code_rows, langs, reasons, details)
+            self._code(p.code, docs, code_rows, langs, reasons, details)
         table = docs.set_column(docs.schema.get_field_index("lang"), docs.schema.field("lang"),
                                 pa.array(langs, pa.string()))
         table = _set(table, "lang_score", pa.array(scores, pa.float32()))
         return StageResult(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
-    def _text(self, docs: pa.Table, rows: list[int], sources: list[str],
+    def _text(self, p: TextLangParams, docs: pa.Table, rows: list[int], sources: list[str],
               langs: list[str | None], scores: list[float | None], reasons: list[str | None],
               details: list[str | None]) -> None:
-        p: TextLangParams = self.params.text  # type: ignore[union-attr,assignment]
         if self._lid is None:
-            self.setup()
+            self._lid = FastTextLanguageID(p.model, p.max_chars)
         texts = pc.take(docs.column("text"), pa.array(rows, pa.int64())).to_pylist()
-        found, probs = self._lid.predict(texts)  # type: ignore[union-attr]
+        found, probs = self._lid.predict(texts)
         for i, lang, score in zip(rows, found, probs, strict=True):
             rule = p.per_source.get(sources[i], p)
             score = float(np.float32(score))  # decide on the value the column stores
@@ -137,9 +136,9 @@ class LangId(DocumentStage[LangIdParams]):
                 reasons[i] = "low_language_score"
                 details[i] = f"{lang} ({score:.2f} < {rule.threshold})"
 
-    def _code(self, docs: pa.Table, rows: list[int], langs: list[str | None],
-              reasons: list[str | None], details: list[str | None]) -> None:
-        p: CodeLangParams = self.params.code  # type: ignore[union-attr,assignment]
+    def _code(self, p: CodeLangParams, docs: pa.Table, rows: list[int],
+              langs: list[str | None], reasons: list[str | None],
+              details: list[str | None]) -> None:
         keep = None if p.keep is None else {k.lower() for k in p.keep}
         paths = docs.column("path").to_pylist()
         for i in rows:
@@ -148,12 +147,13 @@ class LangId(DocumentStage[LangIdParams]):
                 if len(text) > CONTENT_BYTES:  # go-enry sees a head and a tail
                     text = text[:CONTENT_BYTES - TAIL_BYTES] + text[-TAIL_BYTES:]
                 langs[i] = detect_code_language(paths[i], text.encode("utf-8", "replace"))
-            if not langs[i]:
+            lang = langs[i]
+            if not lang:
                 if p.unknown == "drop":
                     reasons[i] = "unknown_language"
-            elif keep is not None and langs[i].lower() not in keep:  # type: ignore[union-attr]
+            elif keep is not None and lang.lower() not in keep:
                 reasons[i] = "language_not_kept"
-                details[i] = langs[i]
+                details[i] = lang
 
 
 def _set(table: pa.Table, name: str, values: pa.Array) -> pa.Table:

@@ -36,6 +36,9 @@ class StageInfo:
     """Sees every shard before deciding (its own phases, then an applier step)."""
     listed: bool = True
     """A manifest may name it under `stages:` (implicit stages are not listed)."""
+    before: tuple[str, ...] = ()
+    """Stages it must come before in a manifest (optout before dedup: an opted-out copy
+    must never be the one dedup keeps)."""
 
 
 # The order is the order of a run's implicit and usual stages.
@@ -50,7 +53,8 @@ STAGE_INFO: dict[str, StageInfo] = {
     # (2026-12-01), charged at 1,000 like the other set look-ups.
     "optout": StageInfo(
         "optout:OptOut", "drops documents whose repository or owner asked to be left out "
-        "(The Stack's opt-out list)", (1000.0, 1000.0)),
+        "(The Stack's opt-out list)", (1000.0, 1000.0),
+        before=("exact_dedup", "minhash", "repo_context")),
     "licenses": StageInfo(
         "licenses:Licenses", "keeps documents by licence: an SPDX allow-list (or `permissive`) "
         "or a deny-list", (1000.0, 1000.0)),

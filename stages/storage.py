@@ -50,8 +50,6 @@ DOCUMENT_COLUMNS = tuple(DOCUMENT_SCHEMA.names)
 MAPPABLE_COLUMNS = ("text", "path", "repo", "license", "lang", "stars", "url", "license_type",
                     "generated", "vendor")
 
-REMOVED_EXTRA = pa.schema([pa.field("reason", pa.string(), nullable=False)])
-
 
 def document_id(source: str, locator: str) -> str:
     """Stable id from the source name and where the document sits in its input.
@@ -69,10 +67,6 @@ def documents_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         for name in DOCUMENT_COLUMNS:
             columns[name].append(row.get(name))
     return pa.Table.from_pydict(columns, schema=DOCUMENT_SCHEMA)
-
-
-def empty_documents() -> pa.Table:
-    return DOCUMENT_SCHEMA.empty_table()
 
 
 def doc_bytes(table: pa.Table) -> int:

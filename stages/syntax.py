@@ -148,6 +148,9 @@ class Syntax(DocumentStage[SyntaxParams]):
         lang = doc.get("lang")
         if lang not in syntax_check.GRAMMARS or not doc.get("syntax_checked"):
             return []
+        if "syntax_error_nodes" in doc and not (doc.get("syntax_error_nodes")
+                                                or doc.get("syntax_missing_nodes")):
+            return []  # the stage found nothing: no parse needed to say so
         data = doc["text"].encode("utf-8", "surrogatepass")
         tree = syntax_check.parse(syntax_check.Checker(lang).parser, data, 10.0)
         errors, missing = syntax_check.error_spans(tree.root_node)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import stat
 from pathlib import Path
@@ -285,20 +286,33 @@ def test_build_on_ray_drops_other_languages(ray_session, tmp_path: Path) -> None
     records = [{"text": p} for p in prose_paragraphs()[:20]]
     records += [{"text": p} for folder in ("de", "ja") for p in man_paragraphs(folder, 10)]
     write_jsonl(tmp_path / "mixed.jsonl", records)
+    tree = tmp_path / "tree"  # code without a stated language: one file go-enry cannot place
+    tree.mkdir()
+    (tree / "decoder.py").write_text((STDLIB / "json" / "decoder.py").read_text())
+    (tree / "notes.xyz").write_text((STDLIB / "json" / "encoder.py").read_text())
     manifest = {
         "name": "langid-test",
         "sources": [{"name": "mixed", "kind": "text",
-                     "reader": {"type": "jsonl", "paths": [str(tmp_path / "mixed.jsonl")]}}],
+                     "reader": {"type": "jsonl", "paths": [str(tmp_path / "mixed.jsonl")]}},
+                    {"name": "tree", "kind": "code", "reader": {"type": "tree",
+                                                                "root": str(tree)}}],
         "stages": [{"langid": {"text": {"keep": ["en"], "threshold": 0.5}}}],
     }
     run_dir = tmp_path / "run"
     run_build(manifest, tmp_path, run_dir)
     reasons = removed_reasons(run_dir)
     assert reasons.count("langid:language_not_kept") >= 18
+    assert reasons.count("langid:unknown_language") == 1
+    card = (run_dir / "README.md").read_text()
+    stats = json.loads((run_dir / "stats.json").read_text())
+    assert (f"{stats['code_language_detector']}, in linguist's names (The Stack's). Files it "
+            "could not place: 1, removed.") in card
     kept = pa.concat_tables([pq.read_table(p) for p in sorted(
         (run_dir / "stages").glob("*langid*/*.parquet"))])
-    assert set(kept.column("lang").to_pylist()) == {"en"}
-    assert kept.num_rows >= 15 and min(kept.column("lang_score").to_pylist()) >= 0.5
+    assert set(kept.column("lang").to_pylist()) == {"en", "Python"}
+    text_scores = [s for s, k in zip(kept.column("lang_score").to_pylist(),
+                                     kept.column("kind").to_pylist(), strict=True) if k == "text"]
+    assert len(text_scores) >= 15 and min(text_scores) >= 0.5
 
 
 def test_typescript_declarations_with_a_node_shebang_stay_typescript() -> None:

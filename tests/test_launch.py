@@ -236,6 +236,39 @@ def test_script_takes_each_nodes_rank_at_run_time(tmp_path: Path) -> None:
     assert done.returncode == 2 and "set MEGATRON_LM to a Megatron-LM checkout" in done.stderr
 
 
+def test_rendered_values_are_never_run_by_the_shell(tmp_path: Path) -> None:
+    """Issue 32: `--master-addr '$(...)'` went unquoted into train.sh and ran with it."""
+    train = TrainConfig(**LEMUR_TRAIN)
+    planted = tmp_path / "pwned"
+    hostile = f"$(touch {planted})`touch {planted}`;touch {planted} 'x\"y\nz"
+    plan = render(train, "/runs/x", 90e9, LLAMA_TOKENIZER,
+                  resolve_distributed(train, {}, master_addr=hostile))
+    script = tmp_path / "train.sh"
+    script.write_text(plan.script())
+    checkout, bin_dir = tmp_path / "Megatron-LM", tmp_path / "bin"
+    checkout.mkdir()
+    (checkout / "pretrain_gpt.py").write_text("")
+    bin_dir.mkdir()
+    recorder = bin_dir / "torchrun"
+    recorder.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done\n')
+    recorder.chmod(recorder.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEGATRON_LM": str(checkout)}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not planted.exists()
+    argv = done.stdout.split("\0")
+    assert argv[argv.index("--master-addr") + 1] == hostile
+
+
+@pytest.mark.parametrize("port", [0, 99999, -1])
+def test_a_master_port_outside_tcp_is_refused(port: int) -> None:
+    train = TrainConfig(**LEMUR_TRAIN)
+    with pytest.raises(ValueError, match=f"master port {port} .* not a TCP port"):
+        resolve_distributed(train, {}, master_port=port)
+    with pytest.raises(ValueError, match="env MASTER_PORT"):
+        resolve_distributed(train, {"MASTER_PORT": str(port)})
+
+
 # ----------------------------------------------------------------------------- a real run
 
 def _manifest(base: Path, train: dict, **extra) -> dict:
@@ -370,6 +403,63 @@ def test_data_check_messages(built_run: tuple[dict, Path], tmp_path: Path) -> No
     assert check.status == "fail" and "IndexedDataset cannot read" in check.message
 
 
+def _megatron_dataset(prefix: Path, documents: int) -> None:
+    """A dataset of `documents` documents, written by megatron-core's own builder."""
+    import numpy as np
+    import torch
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+
+    builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
+    for number in range(documents):
+        builder.add_item(torch.tensor([5 + number % 7] * 20 + [2], dtype=torch.int64))
+        builder.end_document()
+    builder.finalize(f"{prefix}.idx")
+
+
+def test_a_split_leaving_a_prefix_without_valid_documents_is_refused(
+        built_run: tuple[dict, Path], tmp_path: Path) -> None:
+    """Issue 32: with split 98,1,1 a 14-document prefix gets no valid or test document,
+    and megatron-core then loops for ever in GPTDataset._get_num_epochs."""
+    from megatron.core.datasets.blended_megatron_dataset_config import (
+        convert_split_vector_to_split_matrix,
+        parse_and_normalize_split,
+    )
+
+    raw, run = built_run
+    copy = _copy_run(run, tmp_path / "copy")
+    args = copy / "megatron" / "data_args.txt"
+    small, large = copy / "megatron" / "small", copy / "megatron" / "large"
+    _megatron_dataset(small, 14)
+    _megatron_dataset(large, 1000)
+    args.write_text(f"1 {small}\n1 {large}\n")
+    # megatron-core's bookends, as its builder rounds them: the small one's valid part
+    matrix = convert_split_vector_to_split_matrix(parse_and_normalize_split("98,1,1"))
+    assert round(matrix[1][0] * 14) == round(matrix[1][1] * 14)  # is empty
+    assert round(matrix[1][0] * 1000) < round(matrix[1][1] * 1000)  # the large one's is not
+
+    def data_check(split: str):
+        manifest = parse_manifest({**raw, "train": {**raw["train"], "split": split}},
+                                  base_dir=run.parent)
+        return check_data(prepare(manifest, str(copy)).plan)[0]
+
+    refused = data_check("98,1,1")
+    assert refused.status == "fail", refused.message
+    assert f"{small} (small) has 14 documents" in refused.message
+    assert "valid and test part(s) empty" in refused.message
+    assert str(large) not in refused.message
+    assert data_check("100,0,0").status == "ok"
+    assert data_check("50,50,0").status == "ok"  # 7 valid documents
+    dry = _cli("launch", "--manifest", str(_written(raw, tmp_path, "98,1,1")), "--run-dir",
+               str(copy), "--dry-run")
+    assert dry.returncode == 0 and "[FAIL] data:" in dry.stderr, dry.stderr
+
+
+def _written(raw: dict, folder: Path, split: str) -> Path:
+    path = folder / "m.yaml"
+    path.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "split": split}}))
+    return path
+
+
 def test_vocab_mismatch(tmp_path: Path) -> None:
     # mistral_common's v3 SentencePiece model has 32768 tokens; Llama-2's embedding 32000.
     files = stage_tokenizer(TokenizerConfig(
@@ -433,8 +523,7 @@ def test_cli_dry_run_prints_and_real_run_refuses_without_gpus(built_run: tuple[d
     shebang = dry.stdout.split("\n", 1)[0]
     assert shebang.startswith("#!/") and shebang.endswith("/env bash"), shebang
     assert "pretrain_gpt.py" in dry.stdout
-    assert 'NNODES="${NNODES:-2}"' in dry.stdout and 'MASTER_ADDR="${MASTER_ADDR:-head0}"' \
-        in dry.stdout
+    assert "DEFAULT_NNODES=2" in dry.stdout and "DEFAULT_MASTER_ADDR=head0" in dry.stdout
     assert "node 1 of 2" in dry.stderr and "node_rank from env SLURM_NODEID" in dry.stderr
     assert "[ok  ] data:" in dry.stderr and "[FAIL] megatron-lm: MEGATRON_LM is not set" \
         in dry.stderr
@@ -450,7 +539,7 @@ def test_cli_dry_run_prints_and_real_run_refuses_without_gpus(built_run: tuple[d
     assert usage.returncode == 2 and "node rank 3" in usage.stderr
     # Rendered again without node arguments: the manifest's one node.
     prepare(parse_manifest(raw, base_dir=run.parent), str(run))
-    assert 'NNODES="${NNODES:-1}"' in (run / "launch" / "train.sh").read_text()
+    assert "DEFAULT_NNODES=1" in (run / "launch" / "train.sh").read_text()
 
 
 @pytest.mark.parametrize("name, iters", [("demo.yaml", 306), ("lemur-90b.yaml", 21458)])

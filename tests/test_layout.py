@@ -42,3 +42,21 @@ def test_every_package_folder_is_installed() -> None:
              for top in ("pipeline", "stages", "filters")
              for p in (REPO / top).rglob("__init__.py")}
     assert found == listed
+
+
+def test_type_checker_suppressions_name_a_rule_and_a_reason() -> None:
+    """`# type: ignore` / `# pyright: ignore` in the type-checked packages names the rule
+    and says why on the same line (`...ignore[reportX]  # why`)."""
+    import re
+
+    suppression = re.compile(r"#\s*(type|pyright):\s*ignore")
+    explained = re.compile(r"#\s*(type|pyright):\s*ignore\[[\w, -]+\]\s*#\s*\w")
+    modules = [p for folder in ("pipeline", "stages", "filters")
+               for p in sorted((REPO / folder).rglob("*.py"))]
+    assert len(modules) > 50
+    bare = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in modules
+            for n, line in enumerate(p.read_text().splitlines(), 1)
+            if suppression.search(line) and not explained.search(line)]
+    assert bare == []
+    assert explained.search("x = f(y)  # pyright: ignore[reportArgumentType]  # validated")
+    assert not explained.search("x = f(y)  # type: ignore[arg-type]")

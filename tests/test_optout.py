@@ -116,3 +116,16 @@ def test_optout_removes_listed_repositories_and_owners_in_a_build(tmp_path: Path
     card = (run / "README.md").read_text()
     assert sha in card and "optouts.jsonl" in card and str(tmp_path) not in card
     assert "| optout:owner |" in card.replace(" ", " ")
+
+
+def test_optout_after_dedup_is_a_manifest_error(tmp_path: Path) -> None:
+    from lemur_data.pipeline.manifest import ManifestError, parse_manifest
+
+    raw = {"name": "m", "sources": [{"name": "s", "kind": "code",
+                                     "reader": {"type": "tree", "root": "."}}],
+           "stages": [{"minhash": {}}, {"optout": {"file": "optouts.jsonl"}}]}
+    with pytest.raises(ManifestError, match=r"stages\[1\]\.optout: must come before minhash "
+                                            r"\(stages\[0\]\)"):
+        parse_manifest(raw, "m", tmp_path)
+    raw["stages"].reverse()
+    parse_manifest(raw, "m", tmp_path)

@@ -2,8 +2,9 @@
 
 A stand-in driver starts one process of its own and then, where `connect` calls
 `ray.init`, one that starts a child ignoring SIGTERM (like a Ray agent stuck in its
-60 s call to a dead GCS). The end-to-end case, a real `lemur-data build` SIGKILLed,
-is in test_cli.py.
+60 s call to a dead GCS), and is killed right then, with nothing after it run (issue
+32: the reaper used to start only once `ray.init` had returned). The end-to-end
+cases, a real `lemur-data build` SIGKILLed, are in test_cli.py and test_local_ray.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os, subprocess, sys, time
 from lemur_data.pipeline import ray_reaper
 
 own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-before = ray_reaper.children(os.getpid()).items()
+ray_reaper.start()  # where `connect` calls it: before ray.init starts anything
 raylet = subprocess.Popen([sys.executable, "-c", '''
 import subprocess, sys, time
 agent = subprocess.Popen([sys.executable, "-c",
@@ -32,7 +33,7 @@ print(agent.pid, flush=True)
 time.sleep(600)
 '''], stdout=subprocess.PIPE, text=True)
 agent = int(raylet.stdout.readline())
-ray_reaper.start(dict(ray_reaper.children(os.getpid()).items() - before))
+# killed now, as if inside ray.init: nothing after the start of Ray's processes ran
 print(own.pid, raylet.pid, agent, flush=True)
 time.sleep(600)
 """

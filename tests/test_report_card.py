@@ -214,6 +214,10 @@ def test_card_loads_validates_and_reproduces_the_manifest(mixed_run: Path) -> No
             "through untouched.") in text
     assert text.count("It applied to") == 1  # unscoped stages apply to all
     assert "Files under `{manifest_dir}`" not in text  # its paths are absolute
+    # the tree's code has no stated language: the card names the detector and its version
+    assert stats["code_language_detector"].startswith("go-enry (enry-python ")
+    assert (f"Code language where a source states none: {stats['code_language_detector']}"
+            in text)
     # the stats table of the card holds the run's numbers
     section = text.split("## Statistics", 1)[1]
     rows = [line for line in section.splitlines() if line.startswith("| ")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,59 @@ def test_diff_refuses_runs_of_another_input(
     code, _, err = _run(capsys, "diff", str(demo_sample), str(other))
     assert code == 2
     assert "did not read the same input" in err and "sample" in err
+
+
+class _Examples(HTMLParser):
+    """The report's examples: {reason: [(document id, text of its <pre>)]}."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict[str, list[list[str]]] = {}
+        self.reason: str | None = None
+        self.in_pre = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "details" and attributes.get("class") == "examples":
+            self.reason = attributes["data-reason"]
+            self.found[self.reason or ""] = []
+        elif tag == "div" and attributes.get("class") == "example" and self.reason:
+            self.found[self.reason].append([attributes["data-id"] or "", ""])
+        elif tag == "pre" and self.reason:
+            self.in_pre = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self.in_pre = False
+        elif tag == "details":
+            self.reason = None
+
+    def handle_data(self, data: str) -> None:
+        if self.in_pre and self.reason and self.found[self.reason]:
+            self.found[self.reason][-1][1] += data
+
+
+@pytest.mark.slow
+def test_the_report_shows_examples_of_every_reason(demo_sample: Path) -> None:
+    stats = json.loads((demo_sample / "stats.json").read_text())
+    reasons = {reason: counts["docs"] for stage in stats["stages"]
+               for reason, counts in stage["removed_by_reason"].items()}
+    parser = _Examples()
+    page = (demo_sample / "report.html").read_text()
+    parser.feed(page)
+    assert set(parser.found) == set(reasons)
+    removed = _removed(demo_sample)
+    for reason, items in parser.found.items():
+        assert len(items) == min(3, reasons[reason])
+        for doc_id, text in items:
+            doc = removed[doc_id]
+            assert doc["reason"] == reason
+            first = doc["text"].splitlines()[:8]
+            shown = text.splitlines()
+            assert len(shown) <= 8
+            # the lines as the document has them, cut, with personal data redacted
+            assert all(a == b or "<" in a or a.endswith("…") for a, b in
+                       zip(shown, first, strict=False)), (doc_id, shown[:2], first[:2])
+    texts = [text for items in parser.found.values() for _, text in items]
+    if any("<" in text or "&" in text for text in texts):  # parsed back from &lt; / &amp;
+        assert "&lt;" in page or "&amp;" in page

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -37,25 +38,32 @@ _EXTENSION_OVER_SHEBANG = {".ts": "TypeScript", ".mts": "TypeScript", ".cts": "T
                            ".tsx": "TSX"}
 
 
+CALLS: Counter[str] = Counter()
+"""go-enry calls made in this process, by function (`get_language`, `is_vendor`, ...):
+how tests see that a source's own columns spared the detection."""
+
+
 class DetectorUnavailable(RuntimeError):
     """go-enry cannot be loaded on this machine."""
 
 
 @dataclass(frozen=True)
 class FileClass:
-    """One of go-enry's file classes: the code rule's name and go-enry's function."""
+    """One of go-enry's file classes: the code rule's name, enry-python's function, and
+    go-enry's (Go) name for it, which removal details cite."""
 
     rule: str
     function: str
+    go_name: str
     needs_content: bool = False
 
 
-FILE_CLASSES = (FileClass("vendored", "is_vendor"),
-                FileClass("generated", "is_generated", needs_content=True),
-                FileClass("documentation", "is_documentation"),
-                FileClass("dotfile", "is_dot_file"),
-                FileClass("configuration", "is_configuration"),
-                FileClass("test", "is_test"))
+FILE_CLASSES = (FileClass("vendored", "is_vendor", "IsVendor"),
+                FileClass("generated", "is_generated", "IsGenerated", needs_content=True),
+                FileClass("documentation", "is_documentation", "IsDocumentation"),
+                FileClass("dotfile", "is_dot_file", "IsDotFile"),
+                FileClass("configuration", "is_configuration", "IsConfiguration"),
+                FileClass("test", "is_test", "IsTest"))
 
 
 @cache
@@ -98,6 +106,7 @@ def detect_code_language(path: str, content: bytes = b"") -> str | None:
     file, or its start), None when go-enry cannot place it."""
     enry = _enry()
     content = content_window(content)
+    CALLS["get_language"] += 1
     language: str = enry.get_language(path, content)
     if language == "JavaScript" and content.startswith(b"#!"):
         suffix = path.rsplit("/", 1)[-1].rpartition(".")[2]
@@ -127,12 +136,10 @@ def language_by_extension(extension: str) -> str | None:
     return found or None
 
 
-def file_classes(path: str, content: bytes) -> list[str]:
-    """The FILE_CLASSES rules go-enry's functions say the file belongs to."""
-    enry = _enry()
-    found = []
-    for kind in FILE_CLASSES:
-        function = getattr(enry, kind.function)
-        if function(path, content_window(content)) if kind.needs_content else function(path):
-            found.append(kind.rule)
-    return found
+def in_class(kind: FileClass, path: str, content: bytes = b"") -> bool:
+    """go-enry's verdict: is the file at `path` (with `content`, for `generated`) one of
+    the `kind` class?"""
+    function = getattr(_enry(), kind.function)
+    CALLS[kind.function] += 1
+    return bool(function(path, content_window(content)) if kind.needs_content
+                else function(path))

@@ -130,7 +130,8 @@ def shingle_hash_set(text: str, mode: Mode, n: int) -> set[int]:
 
 def jaccard(a: set[int] | np.ndarray, b: set[int] | np.ndarray) -> float:
     """Jaccard similarity of two shingle sets (sorted unique arrays or sets)."""
-    if isinstance(a, set) and isinstance(b, set):
+    if isinstance(a, set) or isinstance(b, set):
+        a, b = set(a), set(b)
         union = len(a | b)
         return len(a & b) / union if union else 0.0
     common = np.intersect1d(a, b, assume_unique=True).size

@@ -32,6 +32,13 @@ BLANKS = bytes(b if b == 0x0A else 0x20 for b in range(256))  # all but newlines
 PREPROCESSED = frozenset({"C", "C++"})
 
 
+def _blank_run_end(data: bytes, start: int, stop: int) -> int:
+    """Where the blank and comment lines from `start` end (at most `stop`)."""
+    match = _BLANK_RUN.match(data, start, stop)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
 def _condition(rest: bytes) -> bytes:
     """A directive's condition without a trailing comment."""
     return rest.split(b"/*", 1)[0].split(b"//", 1)[0].strip()
@@ -143,7 +150,7 @@ def _mask_conditionals(data: bytes, lone_macros: bool,
             # configuration (libstdc++'s tr1).
             following = lines[i + 1] if i + 1 < len(lines) else None
             if (following is not None and following[1] in (b"elif", b"else")
-                    and _BLANK_RUN.match(data, end, following[0]).end() == following[0]):
+                    and _blank_run_end(data, end, following[0]) == following[0]):
                 keep = False  # (the match stops at the first byte of code: no copy)
             keeping.append(keep)
             taken.append(keep)

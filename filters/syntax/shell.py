@@ -128,6 +128,7 @@ def shell_imbalance(data: bytes) -> int:
         top = stack[-1] if stack else b""
         if top == b'"' or top == b"${" or top == b"((":
             m = (_SH_DOUBLE if top == b'"' else _SH_EXPANSION).match(data, pos)
+            assert m is not None  # either pattern matches any byte
             tok = m.group()
             pos = m.end()
             if top == b'"' and tok not in _SH_DOUBLE_ACTIVE:
@@ -167,6 +168,7 @@ def shell_imbalance(data: bytes) -> int:
                 pos = m.end()
                 continue
         m = _SH_COMMAND.match(data, pos)
+        assert m is not None and m.lastgroup is not None  # `end` or `other` always matches
         kind = m.lastgroup
         tok = m.group(kind)
         pos = m.end()

@@ -57,6 +57,13 @@ def failed(checks: list[Check]) -> list[Check]:
 
 # ----------------------------------------------------------------------------- layout
 
+
+def _int(value: object) -> int:
+    """A numeric Megatron flag's value: an int, or its text as given in `overrides`."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"{value!r} is not a number")
+
 def check_layout(plan: LaunchPlan) -> Check:
     """Megatron's own divisibility rules, so a bad layout fails here and not after start-up."""
     train, flags = plan.train, plan.flags
@@ -67,8 +74,8 @@ def check_layout(plan: LaunchPlan) -> Check:
         problems.append(f"{world} GPUs ({plan.distributed.nnodes} nodes x "
                         f"{train.gpus_per_node}) are not a multiple of TP x PP = {tp * pp}")
     dp = max(world // (tp * pp), 1)
-    layers, heads = int(flags["--num-layers"]), int(flags["--num-attention-heads"])  # type: ignore[call-overload]
-    groups = int(flags.get("--num-query-groups", heads))  # type: ignore[call-overload]
+    layers, heads = _int(flags["--num-layers"]), _int(flags["--num-attention-heads"])
+    groups = _int(flags.get("--num-query-groups", heads))
     if layers % pp:
         problems.append(f"{layers} layers do not split over PP = {pp} stages")
     if heads % tp or groups % tp:
@@ -166,9 +173,12 @@ def check_data(plan: LaunchPlan) -> list[Check]:
             problems.append("missing " + " and ".join(missing))
             continue
         try:
-            tokens += read_index(prefix)[1]
+            sequences, prefix_tokens = read_index(prefix)
         except (ValueError, struct.error) as error:
             problems.append(f"unreadable {prefix}.idx: {error}")
+            continue
+        tokens += prefix_tokens
+        problems += split_problems(prefix, sequences, plan.train.split)
     if problems:
         return [Check("data", "fail", f"{len(problems)} of {len(pairs)} datasets in {path}: "
                       + "; ".join(problems))]
@@ -176,6 +186,46 @@ def check_data(plan: LaunchPlan) -> list[Check]:
     return [Check("data", "ok", f"{len(pairs)} datasets, {tokens:,} tokens in {path} "
                   f"(training reads them {epochs:.2f} times)"),
             check_indexed_datasets([p for _, p in pairs])]
+
+
+SPLIT_PARTS = ("train", "valid", "test")
+
+
+def split_ranges(split: str, count: int) -> list[tuple[int, int] | None]:
+    """[begin, end) of each of train, valid, test for a dataset of `count` sequences, None
+    for a part with no share: megatron-core's own arithmetic (GPTDataset splits by
+    sequence: BlendedMegatronDatasetBuilder._build_megatron_dataset_splits), from
+    megatron-core itself when it is installed."""
+    try:
+        from megatron.core.datasets.blended_megatron_dataset_config import (
+            convert_split_vector_to_split_matrix,
+            parse_and_normalize_split,
+        )
+        matrix = convert_split_vector_to_split_matrix(parse_and_normalize_split(split))
+    except ImportError:  # the same rules, written out
+        shares = [float(s) for s in split.split(",")] + [0.0] * 3
+        total = sum(shares[:3])
+        edges = [0.0]
+        for share in shares[:3]:
+            edges.append(edges[-1] + share / total)
+        matrix = [(a, b) if b > a else None for a, b in zip(edges, edges[1:], strict=False)]
+    return [None if part is None else
+            (int(round(part[0] * float(count))), int(round(part[1] * float(count))))
+            for part in matrix]
+
+
+def split_problems(prefix: str, count: int, split: str) -> list[str]:
+    """A part that has a share of the split but no sequence of this dataset: megatron-core
+    builds it anyway and then loops for ever (GPTDataset._get_num_epochs never reaches
+    its sample count with 0 tokens)."""
+    empty = [name for name, part in zip(SPLIT_PARTS, split_ranges(split, count), strict=True)
+             if part is not None and part[1] <= part[0]]
+    if not empty:
+        return []
+    return [f"{prefix} ({os.path.basename(prefix)}) has {count:,} documents: train.split "
+            f"{split!r} leaves its {' and '.join(empty)} part(s) empty, on which megatron-core "
+            "would loop for ever; give the split's valid and test parts 0, larger shares, "
+            "or this dataset more documents"]
 
 
 def check_indexed_datasets(prefixes: list[str]) -> Check:
@@ -219,9 +269,9 @@ def check_tokenizer(plan: LaunchPlan) -> Check:
     tp = train.tensor_parallel
     given = plan.flags.get("--padded-vocab-size")
     if given is not None:
-        padded = int(given)  # type: ignore[call-overload]
+        padded = _int(given)
     else:
-        multiple = int(plan.flags.get("--make-vocab-size-divisible-by", 128)) * tp  # type: ignore[call-overload]
+        multiple = _int(plan.flags.get("--make-vocab-size-divisible-by", 128)) * tp
         padded = math.ceil(vocab / multiple) * multiple
     if preset.vocab_size is not None and vocab != preset.vocab_size:
         return Check("tokenizer", "fail", f"vocab size mismatch: the tokenizer has {vocab} "

@@ -61,6 +61,13 @@ def resolve_distributed(train: TrainConfig, env: Mapping[str, str] | None = None
         else:
             addr = "localhost"
     port = pick("master_port", master_port, ["MASTER_PORT"], DEFAULT_MASTER_PORT, int)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"master port {port} ({sources['master_port']}) is not a TCP port: "
+                         "give one in 1..65535")
+    if nodes < 1:
+        raise ValueError(f"{nodes} nodes ({sources['nnodes']}): give at least 1")
+    if not addr.strip():
+        raise ValueError(f"master address is empty ({sources['master_addr']})")
     if not 0 <= rank < nodes:
         raise ValueError(f"node rank {rank} ({sources['node_rank']}) is not in 0..{nodes - 1} "
                          f"({nodes} nodes, {sources['nnodes']})")

@@ -293,10 +293,15 @@ def render_script(plan: LaunchPlan) -> str:
         'checkout" >&2',
         "  exit 2",
         "fi",
-        f'NNODES="${{NNODES:-{d.nnodes}}}"',
+        # Every rendered value is one shell-quoted word, assigned on its own: a default
+        # inside "${X:-...}" would still run a `$(...)` it holds.
+        f"DEFAULT_NNODES={shlex.quote(str(d.nnodes))}",
+        f"DEFAULT_MASTER_ADDR={shlex.quote(d.master_addr)}",
+        f"DEFAULT_MASTER_PORT={shlex.quote(str(d.master_port))}",
+        'NNODES="${NNODES:-$DEFAULT_NNODES}"',
         'NODE_RANK="${NODE_RANK:-${SLURM_NODEID:-0}}"',
-        f'MASTER_ADDR="${{MASTER_ADDR:-{d.master_addr}}}"',
-        f'MASTER_PORT="${{MASTER_PORT:-{d.master_port}}}"',
+        'MASTER_ADDR="${MASTER_ADDR:-$DEFAULT_MASTER_ADDR}"',
+        'MASTER_PORT="${MASTER_PORT:-$DEFAULT_MASTER_PORT}"',
         # Megatron overlaps TP communication with compute only with one hardware queue.
         'export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-1}"',
         "",

@@ -124,8 +124,21 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     detector = stats.get("code_language_detector")
     if detector:  # "detected": by this detector, in linguist's names
         table += (f"\n\nCode language where a source states none: {detector}, in "
-                  "linguist's names (The Stack's).")
+                  f"linguist's names (The Stack's).{_unknown_code(stats)}")
     return table
+
+
+def _unknown_code(stats: dict[str, Any]) -> str:
+    """How many code files the detector could not place, and what became of them."""
+    langid = next((s for s in stats.get("stages") or [] if s.get("name") == "langid"), None)
+    code = (langid or {}).get("params", {}).get("code")
+    if not langid or not code:
+        return ""
+    if code.get("unknown", "drop") == "drop":
+        removed = langid.get("removed_by_reason", {}).get("langid:unknown_language", {})
+        return f" Files it could not place: {removed.get('docs', 0):,}, removed."
+    kept = langid.get("by_lang", {}).get("unknown", {}).get("kept", {})
+    return f" Files it could not place: {kept.get('docs', 0):,}, kept with no language."
 
 
 def _read(stats: dict[str, Any]) -> str:

@@ -196,7 +196,7 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
     for ax, stage in zip(axes, found, strict=True):
         # bins are labelled "2", "5-8", ">=1025": order them by their lower bound
         sizes = dict(sorted(stage["cluster_sizes"].items(),
-                            key=lambda kv: int(re.search(r"\d+", kv[0]).group())))
+                            key=lambda kv: int(re.findall(r"\d+", kv[0])[0])))
         ax.bar(list(sizes), list(sizes.values()), color="#4e79a7", width=0.6)
         ax.set_xlim(-0.6, max(len(sizes), 6) - 0.4)  # a few bins stay narrow bars
         for x, v in enumerate(sizes.values()):

@@ -221,7 +221,9 @@ def _sample_banner(stats: dict[str, Any]) -> str:
     return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
 
 
-def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "") -> str:
+def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "",
+                  examples: str = "") -> str:
+    """`examples`: the section of removed documents' examples (publish/examples.py)."""
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
     overview = [("input documents", stats["input"]["docs"]),
@@ -250,6 +252,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
         _profile_section(stats), _read_section(stats), _mixture_section(stats),
         "<h2 id='stage-details'>Stage details</h2>",
         *[_stage_section(s) for s in stats.get("stages") or []],
+        examples,
         "<h2 id='checks'>Checks</h2>",
         table(["check", "passed"], [(k, str(v)) for k, v in stats.get("checks", {}).items()]),
     ]
@@ -277,10 +280,10 @@ def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[st
     from .card import write_card
     from .public import public_text
 
-    stats = stats or storage.read_json(storage.join(run_dir, "stats.json"))
+    given = stats or storage.read_json(storage.join(run_dir, "stats.json"))
     # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
-    stats = json.loads(json.dumps(stats, sort_keys=True))
-    plots = make_plots(stats)
+    ordered: dict[str, Any] = json.loads(json.dumps(given, sort_keys=True))
+    plots = make_plots(ordered)
     written = []
     for plot in plots:
         path = storage.join(run_dir, "plots", f"{plot.name}.png")
@@ -288,8 +291,11 @@ def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[st
         written.append(path)
     text = manifest_yaml(run_dir)
     report = storage.join(run_dir, "report.html")
-    page = public_text(render_report(stats, plots, text), run_dir)  # it is published
+    from .examples import examples_section, removed_examples
+
+    shown = examples_section(removed_examples(run_dir), esc)
+    page = public_text(render_report(ordered, plots, text, shown), run_dir)  # it is published
     storage.write_bytes_atomic(report, page.encode())
     written.append(report)
-    written.append(write_card(run_dir, stats, [p.name for p in plots], text))
+    written.append(write_card(run_dir, ordered, [p.name for p in plots], text))
     return written

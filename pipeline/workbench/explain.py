@@ -150,17 +150,30 @@ _ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 def _cross_reference(run: RunFolder, decisions: list[Decision], own: str) -> None:
     """Where each document a decision names (the copy it collapsed into, the repository
-    document it joined) ended: kept in the output, or removed by what."""
+    document it joined) ended: kept in the output, or removed by what, and then where
+    the document named by that removal ended (a survivor merged into a repository
+    document: that document)."""
     for decision in decisions:
         named = [i for line in [decision.verdict, *decision.lines] for i in _ID.findall(line)
                  if i != own]
         for doc_id in dict.fromkeys(named):
-            other = run.fate_of(doc_id)
-            if other is None:
-                continue
-            where = {"removed": f"removed later by {other['reason']}", KEPT: "in the output",
-                     REPLACED: "replaced by a document made of it"}[other["outcome"]]
-            decision.lines.append(f"{doc_id} ({other.get('path') or '-'}): {where}")
+            seen = {own}
+            while doc_id not in seen and len(seen) < 5:
+                seen.add(doc_id)
+                other = run.fate_of(doc_id)
+                if other is None:
+                    break
+                where = {"removed": f"removed later by {other['reason']}",
+                         KEPT: "in the output",
+                         REPLACED: "replaced by a document made of it"}[other["outcome"]]
+                detail = f" ({other['detail']})" if other.get("detail") else ""
+                decision.lines.append(f"{doc_id} ({other.get('path') or '-'}): {where}"
+                                      + (detail if other["outcome"] == "removed" else ""))
+                follow = _ID.findall(other.get("detail") or "") \
+                    if other["outcome"] == "removed" else []
+                if not follow:
+                    break
+                doc_id = follow[0]
 
 
 def _work_stages(run: RunFolder) -> list[str]:

@@ -18,12 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from .cli import GROUP_KEYS, OUTCOMES  # noqa: F401 - the names inspect groups and filters by
 from .hooks import locations
 from .rundir import RunFolder, stage_of
 from .show import FIRST_LINES, example
-
-GROUP_KEYS = ("reason", "stage", "source", "lang", "outcome")
-OUTCOMES = ("removed", "kept", "replaced", "all")
 
 
 @dataclass

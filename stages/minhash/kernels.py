@@ -33,7 +33,7 @@ def _affine32(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndar
     perms = a.shape[0]
     for d in range(offsets.shape[0] - 1):
         row = sig[d]
-        i, end = offsets[d], offsets[d + 1]
+        i, end = int(offsets[d]), int(offsets[d + 1])
         # Four shingles per pass over the row: a, b and the row are loaded once for
         # four multiply-add-min, so the loop is bound by arithmetic, not loads.
         while i + 4 <= end:

@@ -14,7 +14,7 @@ A document key is shard_index << 32 | row: compact, fixed by the plan.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -41,8 +41,9 @@ SHINGLE_SCHEMA = pa.schema([("key", pa.uint64()), ("hashes", pa.list_(pa.uint32(
 
 
 def doc_modes(kinds: list[str], tokenizer: str) -> list[Mode]:
+    """Each document's shingle mode; `tokenizer` is MinhashParams.tokenizer (validated)."""
     if tokenizer != "auto":
-        return [tokenizer] * len(kinds)  # type: ignore[list-item]
+        return [cast(Mode, tokenizer)] * len(kinds)
     return ["code" if kind == "code" else "words" for kind in kinds]
 
 

@@ -110,6 +110,7 @@ class MinHash(GlobalStage[MinHashParams]):
             for band in parts])
         phases = [signing, bucketing]
         candidate_files: tuple[str, ...] = ()
+        shingles: dict[int, tuple[str, ...]] = {}
         if p.verify:
             shingles = {q: tuple(files.shingles(shard, q) for shard in shards) for q in parts}
             phases.append(Phase("verify_ship", [

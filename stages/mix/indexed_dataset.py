@@ -60,7 +60,7 @@ class AtomicFile:
         self.handle: BinaryIO = self.fs.open(self.tmp, "wb")
 
     def write(self, data: Any) -> None:
-        self.handle.write(memoryview(data).cast("B") if isinstance(data, np.ndarray) else data)
+        self.handle.write(data.data.cast("B") if isinstance(data, np.ndarray) else data)
 
     def commit(self) -> None:
         self.handle.close()

@@ -38,7 +38,7 @@ class MixParams(StageParams):
     """Shards per component, or one pre-shuffled dataset holding the target mix everywhere."""
     seq_length: PositiveInt | None = None
     """Pack into sequences of seq_length + 1 tokens (documents run across them)."""
-    hash_bits: int = Field(16, ge=4, le=24)
+    hash_bits: int = Field(default=16, ge=4, le=24)
     """Hash buckets (2**bits) for choosing the fractional epoch's documents."""
     blend_batch_docs: PositiveInt = 65536
     """Documents gathered per write when pre-blending (memory bound)."""

@@ -32,6 +32,12 @@ class ReaderParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @classmethod
+    def type_name(cls) -> str:
+        """The reader's name in the manifest: the subclass's `type` literal."""
+        (name,) = get_args(cls.model_fields["type"].annotation)
+        return str(name)
+
 
 @dataclass(frozen=True)
 class SourceInfo:
@@ -89,8 +95,7 @@ class Reader(ABC, Generic[P]):
     @classmethod
     def type_name(cls) -> str:
         """The reader's name in the manifest: its Params' `type` literal."""
-        (name,) = get_args(cls.Params.model_fields["type"].annotation)
-        return str(name)
+        return cls.Params.type_name()
 
     @property
     def where(self) -> str:

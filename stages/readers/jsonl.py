@@ -146,7 +146,7 @@ def _expansion(path: str) -> float:
     return max(1.0, out / len(head)) if head else 1.0
 
 
-def _decompressed(raw: IO[bytes], path: str) -> IO[bytes]:
+def _decompressed(raw: IO[bytes], path: str) -> IO[bytes] | io.BufferedIOBase:
     """A line-iterable stream of the decompressed bytes, by file extension."""
     if path.endswith(".gz"):
         return gzip.GzipFile(fileobj=raw)

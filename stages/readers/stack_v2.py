@@ -49,7 +49,7 @@ _REQUIRED = ("blob_id", "src_encoding")
 
 
 class StackV2Params(ParquetParams):
-    type: Literal["stack_v2"]  # type: ignore[assignment]
+    type: Literal["stack_v2"]  # pyright: ignore[reportIncompatibleVariableOverride]  # its own tag
     paths: list[str]
     """The metadata parquet: `hf://datasets/bigcode/the-stack-v2-dedup/data/Python/*.parquet`."""
     bucket: str = "softwareheritage"
@@ -120,8 +120,8 @@ def decode_blob(blob_id: str, stored: bytes | None,
 
 
 class StackV2Reader(ParquetReader):
-    Params = StackV2Params  # type: ignore[assignment]
-    params: StackV2Params  # type: ignore[assignment]
+    Params = StackV2Params
+    params: StackV2Params  # pyright: ignore[reportIncompatibleVariableOverride]  # its Params
 
     def _mapping(self) -> dict[str, str]:
         return {**STACK_V2_COLUMNS, **self.source.columns}

@@ -13,12 +13,14 @@ not decoded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas: ~1 s more for every command
+    import pyarrow.dataset as ds
 
 
 class RowFilter(BaseModel):

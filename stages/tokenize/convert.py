@@ -50,7 +50,7 @@ def load_proto(model: bytes | str) -> Any:
     """The ModelProto of a SentencePiece model's bytes (or of the file at a path)."""
     from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-    proto = model_pb2.ModelProto()
+    proto = model_pb2.ModelProto()  # pyright: ignore[reportAttributeAccessIssue]  # made by protobuf
     proto.ParseFromString(model if isinstance(model, bytes) else Path(model).read_bytes())
     return proto
 

@@ -41,7 +41,7 @@ class Tokenize(DocumentStage[TokenizeParams]):
         self.tokenizer: TextTokenizer | None = None
 
     def setup(self) -> None:
-        self.tokenizer = load_tokenizer(self.params.tokenizer)  # type: ignore[attr-defined]
+        self.tokenizer = load_tokenizer(self.params.tokenizer)
 
     def added_columns(self) -> list[pa.Field]:
         wide = self.tokenizer is not None and not self.tokenizer.uint16
@@ -60,7 +60,7 @@ class Tokenize(DocumentStage[TokenizeParams]):
             self.setup()
         assert self.tokenizer is not None
         ids = encode_documents(self.tokenizer, docs.column("text").to_pylist(),
-                               self.params.tokenizer, self.params.batch_docs)  # type: ignore[attr-defined]
+                               self.params.tokenizer, self.params.batch_docs)
         table = docs.append_column(TOKEN_IDS, ids)
         table = table.append_column(TOKENS, ids.value_lengths().cast(pa.int64()))
         return StageResult.keep_all(table)
@@ -74,8 +74,8 @@ def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: Tokeniz
                      batch_docs: int = 1024) -> pa.ListArray:
     """Token ids of every text with BOS/EOS as configured, as one Arrow list array."""
     dtype = token_dtype(tokenizer)
-    head = [tokenizer.bos_id] if config.bos else []
-    tail = [tokenizer.eos_id] if config.eos else []
+    head = _special(tokenizer.bos_id, "BOS", config) if config.bos else []
+    tail = _special(tokenizer.eos_id, "EOS", config) if config.eos else []
     lengths: list[np.ndarray] = []
     values: list[np.ndarray] = []
     for start in range(0, len(texts), batch_docs):
@@ -92,6 +92,12 @@ def encode_documents(tokenizer: TextTokenizer, texts: list[str], config: Tokeniz
     offsets = np.zeros(len(counts) + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat))
+
+
+def _special(token_id: int | None, name: str, config: TokenizerConfig) -> list[int]:
+    if token_id is None:  # load_tokenizer refuses this already
+        raise ValueError(f"tokenizer {config.describe()} has no {name} token")
+    return [token_id]
 
 
 def _add_specials(flat: np.ndarray, counts: np.ndarray, head: list[int], tail: list[int],

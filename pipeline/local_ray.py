@@ -1,0 +1,52 @@
+"""The Ray instance a build starts on this machine when it joins no cluster: it listens
+on loopback only and starts no API server.
+
+Two things in Ray 2.60 defeat `ray.init(_node_ip_address="127.0.0.1",
+include_dashboard=False)`, measured with psutil on the listening sockets of a build:
+
+- `ray.init` passes the address through `services.resolve_ip_for_localhost`, which
+  replaces a loopback address with the machine's routable one, unless
+  `ray_constants.ENABLE_RAY_CLUSTER` is false (its "local-only" mode, the default on
+  macOS and Windows; env `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`). So the GCS server,
+  raylet and workers listened on every interface and the agents on the external
+  address. Here the constant is false while `ray.init` runs, and the variable is set
+  for the processes it starts.
+- The head always starts `dashboard.py`: with `include_dashboard=False` as an "API
+  server" that still serves the job API (ray-project/ray#26042), so with
+  `RAY_AUTH_MODE=disabled` a POST to it ran a command as the build's user. A build
+  needs none of it (it talks to the GCS), so `Node.start_api_server` is not called.
+
+A cluster joined with `--ray-address` is left as its operator configured it
+(README, "Security").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+# Ray reads it in every process it starts (inherited from the driver's environment).
+LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Around `ray.init` of a local instance: loopback addresses, no API server."""
+    from ray._private import node, ray_constants
+
+    os.environ.setdefault(LOCAL_ONLY_ENV, "0")
+    saved_constant = ray_constants.ENABLE_RAY_CLUSTER
+    saved_start = node.Node.start_api_server
+    # as Ray parses it (ray._common.utils.env_bool): a user's "1" keeps Ray's default
+    ray_constants.ENABLE_RAY_CLUSTER = os.environ[LOCAL_ONLY_ENV].lower() in ("1", "true")
+
+    def no_api_server(self: object, **_: object) -> None:
+        """The job and state API server: a build uses neither."""
+
+    node.Node.start_api_server = no_api_server
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_constant
+        node.Node.start_api_server = saved_start

@@ -1,0 +1,108 @@
+"""The Ray a plain `lemur-data build` starts: loopback only, no API server, and nothing
+left behind by a kill while it starts (issue 32)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.realdata import STDLIB
+from tests.test_cli import CLI, REPO, _in_session, _title
+
+
+def _start_build(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    tree = tmp_path / "tree"
+    for package in ("email", "json", "http"):
+        shutil.copytree(STDLIB / package, tree / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = {"name": "loopback", "shard": {"max_docs": 4},
+                "sources": [{"name": "tree", "kind": "code",
+                             "reader": {"type": "tree", "root": str(tree)}}],
+                "stages": [{"exact_dedup": {"partitions": 2}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items()
+           if k != "RAY_ADDRESS" and k != "LEMUR_DATA_RAY_OWNER"}
+    driver = subprocess.Popen([*CLI, "build", "--manifest", str(tmp_path / "m.yaml"),
+                               "--progress", "none", "--run-dir", str(run)], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    return driver, run
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip.split("%")[0])
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _stop(driver: subprocess.Popen[bytes]) -> None:
+    driver.kill()
+    driver.wait()
+    for leftover in _in_session(driver.pid):
+        leftover.kill()
+
+
+@pytest.mark.slow
+def test_a_local_build_listens_on_loopback_only(tmp_path: Path) -> None:
+    import psutil
+
+    driver, run = _start_build(tmp_path)
+    try:
+        markers = run / "markers" / "01-ingest"
+        deadline = time.time() + 180
+        while time.time() < deadline and not list(markers.glob("*.json")):
+            time.sleep(0.05)
+        assert list(markers.glob("*.json")), "the build wrote no marker"
+        processes = _in_session(driver.pid)
+        titles = [_title(p) for p in processes]
+        assert any("raylet" in t for t in titles) and any("ray::" in t for t in titles), titles
+        assert not any("dashboard/dashboard.py" in t for t in titles), titles
+        listening = []
+        for process in processes:
+            try:
+                for conn in process.net_connections(kind="inet"):
+                    if conn.status == psutil.CONN_LISTEN:
+                        listening.append((_title(process)[:60], conn.laddr.ip, conn.laddr.port))
+            except psutil.Error:
+                pass  # exited meanwhile
+        assert len(listening) >= 4, listening  # GCS, raylet, agents, workers: all seen
+        exposed = [entry for entry in listening if not _loopback(entry[1])]
+        assert not exposed, exposed
+    finally:
+        _stop(driver)
+
+
+@pytest.mark.slow
+def test_a_kill_while_ray_starts_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Killed as soon as Ray's agents exist, which is before `ray.init` returns: the
+    reaper used to start only after it, so the agents lived on for a minute."""
+    import psutil
+
+    driver, run = _start_build(tmp_path)
+    try:
+        deadline = time.time() + 180
+        ray_processes: list[psutil.Process] = []
+        while time.time() < deadline:
+            ray_processes = psutil.Process(driver.pid).children(recursive=True)
+            if any("ray::DashboardAgent" in _title(p) or "ray::RuntimeEnvAgent" in _title(p)
+                   for p in ray_processes):
+                break
+            time.sleep(0.01)
+        driver.kill()
+        driver.wait()
+        killed = time.monotonic()
+        assert not (run / "markers").exists(), "killed too late: tasks had started"
+        _, alive = psutil.wait_procs(ray_processes, timeout=15)
+        left = [p for p in _in_session(driver.pid) if p not in alive] + alive
+        assert not left, (f"{time.monotonic() - killed:.1f} s after the kill: "
+                          f"{[_title(p) for p in left]}")
+    finally:
+        _stop(driver)
