@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from ..filters.langid.code import CONTENT_BYTES, TAIL_BYTES, detect_code_language
 from ..filters.langid.text import FastTextLanguageID
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .hooks import StatsEntry
 
 
 class _Strict(BaseModel):
@@ -66,7 +67,23 @@ class LangIdParams(StageParams):
 
 class LangId(DocumentStage[LangIdParams]):
     name = "langid"
+    about = (
+        "language identification (fastText lid.176 for text, file-type "
+        "table for code)")
+    rate_mb_s = (500.0, 6.2)  # MB/s per core (code, text); docs/benchmarks.md
     Params = LangIdParams
+
+    @classmethod
+    def card_sources(cls, entry: StatsEntry) -> str:
+        """How many code files the detector could not place, and what became of them."""
+        code = entry.get("params", {}).get("code")
+        if not code:
+            return ""
+        if code.get("unknown", "drop") == "drop":
+            removed = entry.get("removed_by_reason", {}).get("langid:unknown_language", {})
+            return f" Files it could not place: {removed.get('docs', 0):,}, removed."
+        kept = entry.get("by_lang", {}).get("unknown", {}).get("kept", {})
+        return f" Files it could not place: {kept.get('docs', 0):,}, kept with no language."
 
     def __init__(self, params: LangIdParams) -> None:
         super().__init__(params)

@@ -18,6 +18,7 @@ from pydantic import Field
 from ..filters.pii import PLACEHOLDERS, find_pii, redact
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span
+from .hooks import StatsEntry
 
 COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
            "private_key": "pii_private_keys"}
@@ -43,6 +44,14 @@ class PiiParams(StageParams):
 class Pii(DocumentStage[PiiParams]):
     total_columns = tuple(COLUMNS.values())
     name = "pii"
+    about = (
+        "personal data (emails, keys, IPs) redaction or removal")
+    rate_mb_s = (15.0, 15.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
+        return ["No PII stage ran: personal data in the sources may remain."] \
+            if entry is None else []
     Params = PiiParams
 
     def added_columns(self) -> list[pa.Field]:

@@ -17,11 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from ..filters.syntax import check as syntax_check
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
+from .hooks import BarChart, StatsEntry, human
 
 # Calibrated on real files (tests/calibration/, table in docs/stages.md). Two signals: the
 # grammar's error share and MISSING tokens, and what the file leaves unclosed
@@ -114,6 +116,55 @@ COLUMNS = [
 
 class Syntax(DocumentStage[SyntaxParams]):
     name = "syntax"
+    about = (
+        "tree-sitter parse; removes files whose share of bytes under "
+        "ERROR/MISSING nodes is over the language's threshold")
+    rate_mb_s = (1.9, 1000.0)  # MB/s per core (code, text); docs/benchmarks.md
+    profile_columns = ("syntax_checked", "syntax_clean")
+
+    @classmethod
+    def profile(cls, docs: pa.Table) -> dict[str, Any]:
+        """Per language of the output: documents checked, and those without any error."""
+        if not set(cls.profile_columns) <= set(docs.column_names):
+            return {}
+        checked = pa.table({"lang": docs.column("lang"),
+                            "clean": pc.fill_null(docs.column("syntax_clean"), False)
+                            .cast(pa.int64())}).filter(
+            pc.fill_null(docs.column("syntax_checked"), False))
+        rows = checked.group_by(["lang"]).aggregate([([], "count_all"),
+                                                     ("clean", "sum")]).to_pylist()
+        return {"syntax": {r["lang"]: {"checked": int(r["count_all"]),
+                                       "clean": int(r["clean_sum"] or 0)} for r in rows}}
+
+    @classmethod
+    def figures(cls, entry: StatsEntry, stats: dict[str, Any]) -> list[BarChart]:
+        """Per language: the share the stage removed, the share kept despite some errors."""
+        checked = (stats.get("profile") or {}).get("syntax") or {}
+        # documents the stage parsed, per language (languages without a grammar pass unchecked)
+        parsed = ((entry.get("by_flag") or {}).get("syntax_checked") or {}).get("true")
+        rows = []
+        for lang, counts in (parsed or entry["by_lang"]).items():
+            seen = counts["kept"]["docs"] + counts["removed"]["docs"]
+            mine = checked.get(lang, {})
+            if not mine.get("checked") and not counts["removed"]["docs"]:
+                continue  # a language the stage has no grammar for
+            kept_bad = (mine["checked"] - mine.get("clean", 0)) / mine["checked"] \
+                if mine.get("checked") else 0.0
+            rows.append((lang, counts["removed"]["docs"] / seen if seen else 0.0, kept_bad, seen))
+        if not rows:
+            return []
+        rows.sort(key=lambda r: (-r[3], r[0]))
+        return [BarChart(
+            "syntax_errors", "Syntax error rate per language",
+            "Share of each language's documents the syntax stage removed, and share of "
+            "the kept ones that still hold error nodes under the threshold; in brackets "
+            "the documents the stage parsed.",
+            "Syntax errors per language (tree-sitter)",
+            [f"{r[0]}\n({human(r[3])})" for r in rows],
+            [("removed (error share over the threshold)", "#e15759", [r[1] for r in rows]),
+             ("kept with some error nodes (share of checked output)", "#f28e2b",
+              [r[2] for r in rows])],
+            "share of documents")]
     count_columns = ("syntax_checked",)
     Params = SyntaxParams
 
