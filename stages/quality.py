@@ -266,6 +266,10 @@ _TEXT_COLUMNS = [pa.field("q_words", pa.int64()), pa.field("q_mean_word_len", pa
 
 class Quality(DocumentStage[QualityParams]):
     name = "quality"
+    about = (
+        "heuristic quality rules (The Stack / StarCoder for code; Gopher, "
+        "C4, FineWeb for text)")
+    rate_mb_s = (35.0, 0.8)  # MB/s per core (code, text); docs/benchmarks.md
     Params = QualityParams
 
     def cache_key(self) -> str:
