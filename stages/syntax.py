@@ -35,10 +35,10 @@ from .hooks import BarChart, StatsEntry, human
 # catches the damage. CSS as browsers read it recovers from any bad declaration, and
 # Bootstrap 3's IE hacks (`*zoom: 1`, `\9`, `filter: progid:...`) make the grammar invent
 # tokens: the grammar does not reject CSS, its brackets do (no damage caught less: the
-# calibration's CSS copies are all caught by balance, docs/stages.md). C and C++ grammars err on a third of valid files
-# (macros), Shell's on valid heredocs and `case` forms as often as on damaged files, so
-# the grammar does not reject there (share 1.0); balance does (keywords, quotes and
-# heredocs too in Shell).
+# calibration's CSS copies are all caught by balance, docs/stages.md). C and C++
+# grammars err on a third of valid files (macros), Shell's on valid heredocs and `case`
+# forms as often as on damaged files, so the grammar does not reject there (share 1.0);
+# balance does (keywords, quotes and heredocs too in Shell).
 DEFAULT_MAX_ERROR_SHARE: dict[str, float] = {
     "default": 0.0,
     "HTML": 0.05,
