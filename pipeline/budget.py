@@ -7,9 +7,9 @@ rounds, each over a prefix of every source's order:
 - round 0, the pilot: a sample of each source sized from the mixture's need (a
   quarter of the bytes the source is expected to need at the priors TOKEN_BYTES
   and KEPT_SHARE, at least one unit; or, with `pilot_units`, max(pilot_units, 1%
-  of the units)), through the document stages only (global stages see a round's
-  whole prefix, and the pilot's would be redone by the next round anyway), so at
-  least one more round follows it;
+  of the units)), through the first step and tokenize only (global stages see a
+  round's whole prefix, and the pilot's work after the first step would be redone
+  by the next round anyway), so at least one more round follows it;
 - after each round, the kept tokens per component are known (the mix's `split`
   phase counts them per shard). If every component has its target, or every
   source feeding a short component is read whole, that round is the last one.
@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import xxhash
-
 from ..stages.readers.common import InputUnit
 from .manifest import Manifest
 
@@ -45,12 +43,6 @@ KEPT_SHARE = {"code": 0.6, "text": 0.5}
 PILOT_SHARE = 0.01  # with pilot_units: the pilot reads at least 1% of every source's units
 PILOT_NEED_SHARE = 0.25  # without: a quarter of what each source is expected to need
 PILOT_UNITS_WITHOUT_HINTS = 4  # units of unknown size: the fixed count it used to be
-
-
-def unit_order(units: list[InputUnit], seed: int) -> list[InputUnit]:
-    """The seeded order in which a source's units are read (ties: by unit id)."""
-    return sorted(units, key=lambda u: (xxhash.xxh3_64_intdigest(
-        f"{seed}\x00{u.shard_id}".encode()), u.shard_id))
 
 
 def pilot_counts(manifest: Manifest, units: Mapping[str, list[InputUnit]]) -> dict[str, int]:

@@ -147,11 +147,12 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
     launch.add_argument("--master-port", type=_port, help="default: MASTER_PORT, else 29500")
-    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
-                  "MinHash band buckets and shingle sets of its kept documents and of the "
-                  "duplicates it removed in their favour), so later builds can list the run "
-                  "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
-                  "where it exists; the run's work/ folder must still be there.")
+    index_help = ("Write the dedup index of a finished run (<run>/index/: one section per "
+                  "dedup stage, e.g. exact hashes, MinHash band buckets and shingle sets of "
+                  "its kept documents and of the duplicates it removed in their favour), so "
+                  "later builds can list the run under `against:` on those stages "
+                  "(docs/incremental.md). A no-op where it exists; the run's work/ folder "
+                  "must still be there.")
     index = commands.add_parser("index", help=index_help, description=index_help)
     index.add_argument("--run-dir", type=_run_dir, required=True,
                        help="the run folder of a finished build")
@@ -278,13 +279,13 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   highlight=False)
     if manifest.sample is not None:
         units = _plan_sample(manifest, units, by_kind, by_source, out)
-    from ..stages.incremental.index import EarlierRunError
+    from ..stages.dedup_index.format import IndexedRunError
     from .estimate import earlier_reads
 
     try:
         plan = plan_run(manifest, run_dir, units)
         earlier = earlier_reads(manifest)
-    except EarlierRunError as error:
+    except IndexedRunError as error:
         _console(stderr=True).print(f"error: {error}", highlight=False)
         return EXIT_USAGE
     out.print("steps:")
@@ -368,7 +369,7 @@ def _plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, 
 
 
 def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: Console) -> int:
-    from ..stages.incremental.index import EarlierRunError
+    from ..stages.dedup_index.format import IndexedRunError
     from ..stages.readers.common import ReaderError
     from .build import RunDirError, build
     from .executor import RunError
@@ -382,7 +383,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
                        after_tasks=stopping.start, relist=args.relist)
-    except (RunDirError, EarlierRunError) as error:
+    except (RunDirError, IndexedRunError) as error:
         # unwrapped: the paths it names stay whole, to copy and paste
         console.print(f"error: {error}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
@@ -403,16 +404,16 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
 
 
 def _index(run_dir: str, console: Console) -> int:
-    from ..stages.incremental.index import IndexFiles
-    from .index import NotIndexableError, build_index
+    from ..stages.dedup_index.format import IndexFiles, index_sections
+    from .dedup_index import NotIndexableError, build_index
 
     try:
         index = build_index(run_dir)
     except NotIndexableError as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
-    sections = [f"{name}: {index[name]['docs']:,} documents" for name in ("exact", "minhash")
-                if index.get(name)]
+    sections = [f"{name}: {section['docs']:,} documents"
+                for name, section in index_sections(index).items()]
     print(IndexFiles(run_dir).manifest())
     console.print(f"index of {index['kept_docs']:,} kept documents ({'; '.join(sections)})",
                   highlight=False)
@@ -427,7 +428,7 @@ def _stop_ray() -> None:
 
 def _card(run_dir: str, console: Console) -> int:
     from ..stages import storage
-    from .publish.report import write_run_docs
+    from .publish.run_docs import write_run_docs
 
     if not storage.exists(storage.join(run_dir, "stats.json")):
         console.print(f"error: {run_dir} holds no stats.json: not a finished run",

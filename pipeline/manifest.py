@@ -249,6 +249,7 @@ class StageSpec:
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
+    text = ""
     try:
         text = read_user_file(path, what="manifest", max_bytes=MAX_MANIFEST_BYTES).decode()
         root = yaml.compose(text, Loader=yaml.SafeLoader)

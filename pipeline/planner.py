@@ -102,7 +102,9 @@ def plan_run(manifest: Manifest, run_dir: str,
     `scope` (a round's folder, `rounds/<r>`) holds every step after the first, which
     reads the input units themselves and so stays at the top of the run folder.
     `documents_only` (a `read: needed` pilot) leaves the global stages out but for the
-    mix: the first step is the same, then every other document stage in one step."""
+    mix: the first step is the same, then only tokenize (the document stages after a
+    global one are left out too: what they remove is the read margin's to cover, as
+    dedup's is, and their work on the pilot would be redone)."""
     layout = RunLayout(run_dir)
     units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
@@ -112,6 +114,8 @@ def plan_run(manifest: Manifest, run_dir: str,
         unit.shard_id: IngestInput(readers[name][0], readers[name][1], unit)
         for name, source_units in units.items() for unit in source_units}
     pending: list[DocumentStage] = []
+    # every stage of the run adds its part to the output's profile (its own columns)
+    profilers = tuple(STAGES[spec.name] for spec in manifest.stage_specs)
     names = ["ingest"]
     number = 1
 
@@ -128,7 +132,7 @@ def plan_run(manifest: Manifest, run_dir: str,
             ctx = ShardContext(shard_id, run_dir, manifest.seed)
             task = FusedShardTask(shard_id, source, list(pending), out,
                                   storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx,
-                                  profile=last)
+                                  profile=last, profilers=profilers if last else ())
             tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
         phase = Phase(label, tasks, largest([s.params.resources for s in pending]))
@@ -156,6 +160,8 @@ def plan_run(manifest: Manifest, run_dir: str,
             number += 1
             pending.append(stage.applier(ctx))
             names.append(spec.name)
+        elif documents_only and plan.steps:
+            continue  # a pilot: only the first step's yield (and tokens) is measured
         else:
             pending.append(cls(spec.params))
             names.append(spec.name)

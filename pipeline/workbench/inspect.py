@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from .cli import GROUP_KEYS, OUTCOMES  # noqa: F401 - the names inspect groups and filters by
 from .hooks import locations
 from .rundir import RunFolder, stage_of
 from .show import FIRST_LINES, example
