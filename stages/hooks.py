@@ -13,6 +13,7 @@ stage's parameters or an instance (a stage's parameters are in its stats entry).
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -82,7 +83,8 @@ def human(n: float) -> str:
 
 
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A markdown table as the dataset card prints it (thousands separators, `|` escaped)."""
+    """A markdown table as the dataset card prints it (thousands separators; `|`, `<`, `>`
+    and `&` escaped)."""
 
     def cell(v: Any) -> str:
         if isinstance(v, bool) or v is None:
@@ -91,7 +93,9 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
             return f"{v:,}"
         if isinstance(v, float):
             return f"{v:,.6g}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        # Data values (a language, a licence, a path) are text: the Hub renders raw HTML
+        # in markdown (`<!--` would hide the rest of the card), so <, > and & are escaped.
+        return html.escape(str(v), quote=False).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

@@ -17,8 +17,9 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
+from ..filters.langid import code as code_detector
 from ..filters.langid.code import CONTENT_BYTES, TAIL_BYTES, detect_code_language
 from ..filters.langid.text import FastTextLanguageID
 from .base import DocumentStage, ShardContext, StageParams, StageResult
@@ -56,6 +57,20 @@ class CodeLangParams(_Strict):
     unknown: Literal["drop", "keep"] = "drop"
     """A code document whose language go-enry cannot place either: `drop` removes it as
     `unknown_language`, `keep` keeps it with a null `lang`."""
+
+    @field_validator("keep")
+    @classmethod
+    def _linguist_names(cls, keep: list[str] | None) -> list[str] | None:
+        """Each name as linguist spells it (`python` -> Python, `cuda` -> Cuda), resolved
+        as go-enry resolves a name or alias; an unknown name is an error. Where go-enry
+        does not load, the names stay as written."""
+        if keep is None or code_detector.available() is not None:
+            return keep
+        resolved = [code_detector.language_by_name(name) for name in keep]
+        unknown = [name for name, found in zip(keep, resolved, strict=True) if found is None]
+        if unknown:
+            raise ValueError(f"not a language linguist (go-enry) knows: {unknown}")
+        return [found for found in resolved if found is not None]
 
 
 class LangIdParams(StageParams):

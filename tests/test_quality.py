@@ -163,6 +163,11 @@ def test_data_formats_html_and_xml() -> None:
         {"id": "prose", "text": f"<html><body>{prose}</body></html>", "source": "s",
          "kind": "code", "lang": "HTML"}])
     assert _run(docs)[0] == ["html_visible_text", None]
+    # bigcode's bound: more than 100 visible characters (a real paragraph cut to 100, 101)
+    paragraph = prose_paragraphs()[0]
+    cut = documents_table([{"id": str(n), "text": f"<p>{paragraph[:n]}</p>", "source": "s",
+                            "kind": "code", "lang": "HTML"} for n in (100, 101)])
+    assert _run(cut)[0] == ["html_visible_text", None]
     maven = fixture("maven")  # Debian's maven: etc/maven/settings.xml, toolchains.xml
     xmls = sorted((maven / "etc" / "maven").glob("*.xml"))
     assert xmls

@@ -281,7 +281,7 @@ def visible_html_text(html: str) -> str:
 
 @dataclass(frozen=True)
 class HtmlVisibleText(CodeRule):
-    """StarCoder: HTML must show at least 100 characters and 20% of its bytes as text."""
+    """StarCoder: HTML must show more than 100 characters and 20% of its bytes as text."""
 
     html_min_text_chars: int | None = field(default=None, metadata=doc(
         "HTML: least visible text, in characters (StarCoder: 100)."))
@@ -292,11 +292,13 @@ class HtmlVisibleText(CodeRule):
     def check(self, d: CodeDoc) -> str | None:
         if self.html_min_text_chars is None and self.html_min_text_fraction is None:
             return None
+        # bigcode's filter_html keeps files with more than 100 characters and more than
+        # 20% of visible text: the bounds themselves are removed.
         shown = len(visible_html_text(d.text))
-        if self.html_min_text_chars is not None and shown < self.html_min_text_chars:
+        if self.html_min_text_chars is not None and shown <= self.html_min_text_chars:
             return "html_visible_text"
         if (self.html_min_text_fraction is not None
-                and shown < self.html_min_text_fraction * max(len(d.text), 1)):
+                and shown <= self.html_min_text_fraction * max(len(d.text), 1)):
             return "html_visible_text"
         return None
 

@@ -9,6 +9,7 @@ takes glob patterns (local or fsspec URLs), one document per file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -28,6 +29,7 @@ from .common import (
     RowCollector,
     SourceInfo,
     chunk_by,
+    decode_bom,
     decode_text,
     expand_paths,
     file_size,
@@ -41,6 +43,22 @@ SNIFF_BYTES = 8192
 _SPECIAL = {stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
             stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
             stat.S_IFDIR: "folder"}
+
+
+RUN_FOLDER = "run_folder"
+
+
+def is_run_folder(folder: str) -> bool:
+    """A lemur-data run folder: its manifest.json is a run record (has a `fingerprint`)."""
+    record = os.path.join(folder, "manifest.json")
+    try:
+        if not os.path.isfile(record) or os.path.getsize(record) > 1 << 20:
+            return False
+        with open(record, "rb") as handle:
+            recorded = json.loads(handle.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and "fingerprint" in recorded
 
 
 class TreeParams(ReaderParams):
@@ -106,17 +124,32 @@ class TreeReader(Reader[TreeParams]):
         devices are no documents. Those, and symlinks not followed, become records
         with their reason, so nothing in the tree disappears without a word.
         """
-        for folder, dirs, names in os.walk(top):
+        unreadable: list[OSError] = []
+        for folder, dirs, names in os.walk(top, onerror=unreadable.append):
+            yield from self._unreadable(root, unreadable)
             dirs.sort()
             # relpath once per folder, not per file: it normalizes both paths each call
             base = os.path.relpath(folder, root).replace(os.sep, "/")
             prefix = "" if base == "." else base + "/"
+            for run in [d for d in dirs if is_run_folder(os.path.join(folder, d))]:
+                dirs.remove(run)  # an earlier run's card, manifest and shards: not input
+                yield (prefix + run, 0, f"{RUN_FOLDER}: a lemur-data run folder (its "
+                       "manifest.json has a fingerprint); not read back in as input")
             linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
             for name in sorted(names + linked):
                 rel = prefix + name
                 if not self._selected(rel):
                     continue
                 yield rel, *self._entry(os.path.join(folder, name))
+        yield from self._unreadable(root, unreadable)  # the last folder's errors come late
+
+    @staticmethod
+    def _unreadable(root: str, errors: list[OSError]) -> Iterator[tuple[str, int, str]]:
+        """A subfolder os.walk could not list (no permission, gone): a record, not a loss."""
+        while errors:
+            error = errors.pop(0)
+            where = os.path.relpath(str(error.filename), root).replace(os.sep, "/")
+            yield where, 0, f"unreadable: folder not listed ({error.strerror})"
 
     def _entry(self, full: str) -> tuple[int, str | None]:
         try:
@@ -154,7 +187,8 @@ class TreeReader(Reader[TreeParams]):
             license_ = self.params.license or unit.payload["licenses"].get(repo)
             if skipped is not None:
                 reason = ("symlink" if skipped.startswith("symlink") else "unreadable_file"
-                          if skipped.startswith("unreadable") else "not_regular_file")
+                          if skipped.startswith("unreadable") else RUN_FOLDER
+                          if skipped.startswith(RUN_FOLDER) else "not_regular_file")
                 rows.add(rel, "", reason, f"{rel}: {skipped}", path=rel, repo=repo or base,
                          license=license_)
                 continue
@@ -192,15 +226,26 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
         return
     try:
         with fsspec.open(path, "rb") as handle:
-            raw = handle.read()
+            # bounded: a file that grew after planning is never read whole
+            raw = handle.read(source.max_doc_bytes + 1)
     except OSError as error:
         rows.add(rel, "", "unreadable_file", f"{path}: {error}", path=rel, **fields)
         return
-    head = raw[:SNIFF_BYTES]
-    if b"\x00" in head:
+    if len(raw) > source.max_doc_bytes:
+        rows.add(rel, "", "too_large", f"grew past max_doc_bytes {source.max_doc_bytes} "
+                 f"after planning ({size} bytes then)", path=rel, **fields)
+        return
+    unicode = decode_bom(raw)
+    if unicode is not None:  # UTF-16/32 with a BOM holds NUL bytes and is text all the same
+        text, bad = unicode
+        if bad is None:
+            raw = text.encode("utf-8", "surrogatepass")
+    elif b"\x00" in raw[:SNIFF_BYTES]:
         rows.add(rel, "", "binary", "NUL byte in the first 8 KiB", path=rel, **fields)
         return
-    text, bad_utf8 = decode_text(raw)
+    else:
+        text, bad = decode_text(raw)
+    bad_utf8 = bad
     lang = source.lang
     if lang is None and source.kind == "code":
         lang = detect_code_language(rel, raw)
