@@ -30,22 +30,26 @@ from .hooks import BarChart, StatsEntry, human
 # (`unbalanced`: brackets, `#if`/`#endif`, always-closed HTML elements). Where the
 # grammar parses every real file (Python, Java, Go, ...; TypeScript, TSX and C# once
 # syntax_mask has blanked what their grammars cannot read) any error rejects; PHP's
-# balance adds what its grammar reads as text (a file that lost its `<?php` line). HTML and
-# CSS grammars err on small valid constructs (`<?xml`, `! important`): up to 5% of the
-# bytes passes, balance catches the damage. C and C++ grammars err on a third of valid files
-# (macros), Shell's on valid heredocs and `case` forms as often as on damaged files, so
-# the grammar does not reject there (share 1.0); balance does (keywords, quotes and
-# heredocs too in Shell).
+# balance adds what its grammar reads as text (a file that lost its `<?php` line). HTML's
+# grammar errs on small valid constructs (`<?xml`): up to 5% of the bytes passes, balance
+# catches the damage. CSS as browsers read it recovers from any bad declaration, and
+# Bootstrap 3's IE hacks (`*zoom: 1`, `\9`, `filter: progid:...`) make the grammar invent
+# tokens: the grammar does not reject CSS, its brackets do (no damage caught less: the
+# calibration's CSS copies are all caught by balance, docs/stages.md). C and C++
+# grammars err on a third of valid files (macros), Shell's on valid heredocs and `case`
+# forms as often as on damaged files, so the grammar does not reject there (share 1.0);
+# balance does (keywords, quotes and heredocs too in Shell).
 DEFAULT_MAX_ERROR_SHARE: dict[str, float] = {
     "default": 0.0,
     "HTML": 0.05,
-    "CSS": 0.05,
+    "CSS": 1.0,
     "Shell": 1.0,
     "C": 1.0,
     "C++": 1.0,
 }
 DEFAULT_MAX_MISSING: dict[str, int] = {
     "default": 0,
+    "CSS": 1_000_000,
     "Shell": 1_000_000,
     "C": 1_000_000,
     "C++": 1_000_000,
