@@ -82,13 +82,13 @@ class RunFolder:
         fs, bare = storage.filesystem(folder)
         if not fs.exists(bare):
             return []
-        labels = sorted((p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False)),
-                        key=lambda label: int(_STEP.match(label).group(1))  # type: ignore[union-attr]
-                        if _STEP.match(label) else 0)
-        return [StepFolder(label, tuple(_STEP.match(label).group(2).split("+")),  # type: ignore[union-attr]
-                           storage.join(base, "stages", label),
-                           storage.join(base, "removed", label))
-                for label in labels if _STEP.match(label)]
+        found = [(_STEP.match(name), name) for name in
+                 (p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False))]
+        steps = sorted((int(match.group(1)), name, match.group(2))
+                       for match, name in found if match is not None)
+        return [StepFolder(name, tuple(stages.split("+")), storage.join(base, "stages", name),
+                           storage.join(base, "removed", name))
+                for _, name, stages in steps]
 
     def stage_step(self, stage: str) -> StepFolder | None:
         """The step whose documents a stage decided on (a global stage: its applier's)."""
