@@ -37,6 +37,7 @@ from .base import (
 )
 from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
 from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
+from .paths import LocalPath
 
 
 class ExactDedupParams(StageParams):
@@ -47,7 +48,7 @@ class ExactDedupParams(StageParams):
     keep_order: KeepOrder = "stars"
     """Which copy survives: `stars` (most stars, then a known licence, then smallest id)
     or `stack-v2` (permissive > no licence > non-permissive, then stars, then id)."""
-    against: list[str] = []
+    against: list[LocalPath] = []
     """Earlier finished run folders (local or fsspec): documents whose text one of them
     kept are removed as `duplicate_of_earlier`. Each needs a dedup index (`index: true`
     there, or `lemur-data index --run-dir RUN`)."""

@@ -20,6 +20,7 @@ import fsspec
 import pyarrow as pa
 
 from ...filters.langid.code import detect_code_language
+from ..paths import LocalPath
 from .common import (
     InputUnit,
     Reader,
@@ -45,7 +46,7 @@ _SPECIAL = {stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
 
 class TreeParams(ReaderParams):
     type: Literal["tree"]
-    root: str
+    root: LocalPath
     """Folder to walk (local). Placeholders such as {stdlib} and {purelib} work."""
     subdirs: list[str] | None = None
     """Walk only these folders below root (those missing are skipped); default: all."""
@@ -64,7 +65,7 @@ class TreeParams(ReaderParams):
 
 class FilesParams(ReaderParams):
     type: Literal["files"]
-    paths: list[str]
+    paths: list[LocalPath]
     """Files or glob patterns (local or fsspec URLs), one document per file."""
 
 
