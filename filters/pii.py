@@ -6,10 +6,9 @@ Kinds and their placeholders: emails `<EMAIL>`, public IP addresses
 Only the secret itself is replaced, never the quotes or the `key = ` around it,
 so code that parsed before still parses.
 
-Why not detect-secrets: it scans line by line with a plugin per secret type
-(about 1 MB/s here) and reports lines, not spans; the patterns below cover its
-high-signal plugins (AWS, GitHub, Slack, Stripe, JWT, private keys, ...) plus
-its keyword + entropy idea, as spans over the whole text in a few regex passes.
+Secrets: detect-secrets 1.5.0's classes, used as a library in filters/secrets.py (over
+whole texts in bounded windows, not its line-by-line scanner), plus the shape rules below
+and a keyword + entropy rule for random values assigned to key-like names.
 
 Addresses that are not personal stay: private, loopback, link-local,
 documentation (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32),
@@ -27,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import ahocorasick
+
+from .secrets import find_secrets
 
 PLACEHOLDERS = {
     "email": "<EMAIL>",
@@ -47,20 +48,46 @@ class Span:
 
 # --- private keys --------------------------------------------------------------------------
 
-# The whole armoured block, also inside JSON strings where newlines are "\n" escapes.
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"[\s\S]{1,20000}?"
-    r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_MAX_BLOCK = 20000  # characters between BEGIN and END in a real key (RSA 16384: ~13 KB)
 
 # A block cut off before its END line (a truncated file, a paste): the BEGIN line and the
 # base64 lines (and `Proc-Type:`-style headers) after it, up to the first other line. A
 # short last line counts only with its `=` padding; most of the key is gone either way.
-_PRIVATE_KEY_OPEN = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_KEY_LINES = re.compile(
     r"(?:(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*|[ \t]+)?"
     r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{1,15}={1,2}|[A-Za-z-]{3,20}: [^\r\n\\]{1,200})"
     r")*")
+# PuTTY's .ppk (detect-secrets' PrivateKeyDetector names `PuTTY-User-Key-File-2`):
+# a header line, then `Key: value` lines and base64 lines, ending with `Private-MAC:`.
+_PUTTY = re.compile(r"PuTTY-User-Key-File-[23]: [^\r\n\\]{1,200}")
+_PUTTY_MAC = re.compile(r"Private-MAC: [0-9a-fA-F]{1,128}")
+
+
+def _private_keys(text: str, work: list[int] | None) -> Iterator[Span]:
+    """Whole blocks, then unterminated ones; linear: the END after each BEGIN is found by
+    bisecting the END positions, never by a regex scanning forward from every BEGIN (a
+    1 MB run of BEGIN lines once took 22 s that way)."""
+    if work is not None:
+        work += [len(text)] * 3  # the BEGIN, END and PuTTY passes
+    ends = [(m.start(), m.end()) for m in _END.finditer(text)]
+    end_starts = [start for start, _ in ends]
+    for begin in _BEGIN.finditer(text):
+        at = bisect.bisect_left(end_starts, begin.end())
+        if at < len(ends) and ends[at][0] - begin.end() <= _MAX_BLOCK:
+            yield Span(begin.start(), ends[at][1], "private_key", "private_key_block")
+        else:
+            tail = _KEY_LINES.match(text, begin.end())
+            if work is not None and tail:
+                work.append(tail.end() - begin.end())
+            yield Span(begin.start(), tail.end() if tail else begin.end(), "private_key",
+                       "private_key_unterminated")
+    for header in _PUTTY.finditer(text):
+        mac = _PUTTY_MAC.search(text, header.end(), header.end() + _MAX_BLOCK)
+        end = mac.end() if mac else (_KEY_LINES.match(text, header.end()) or header).end()
+        yield Span(header.start(), end, "private_key", "putty_private_key")
+
 
 # --- passwords in URLs -----------------------------------------------------------------
 
@@ -85,8 +112,7 @@ def _url_passwords(text: str) -> Iterator[Span]:
 
 # --- tokens with a recognisable shape ------------------------------------------------------
 
-# (rule, literals one of which the token contains, pattern). The literals are a
-# cheap `in` test that skips the regex on the many documents without any of them.
+# Shapes with exact spans (only the token); filters/secrets.py adds detect-secrets' classes.
 _TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("aws_access_key_id", ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "A3T"),
      re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])"
@@ -111,7 +137,6 @@ _TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("sendgrid_key", ("SG.",),
      re.compile(r"(?<![\w])SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![\w])")),
 ]
-
 
 
 def _trigger_automaton() -> ahocorasick.Automaton:
@@ -299,19 +324,18 @@ def _ips(text: str) -> Iterator[Span]:
 
 def find_pii(text: str, *, emails: bool = True, ip_addresses: bool = True, keys: bool = True,
              private_keys: bool = True, keep_example_emails: bool = True,
-             key_min_entropy: float = 3.5) -> list[Span]:
+             key_min_entropy: float = 3.5, path: str | None = None,
+             work: list[int] | None = None) -> list[Span]:
     """Non-overlapping spans to replace, in text order.
 
     Where spans overlap the earlier rule in this order wins: private key blocks (whole,
-    then unterminated), URL passwords, shaped tokens, assigned keys, emails, IP addresses.
+    then unterminated, then PuTTY), URL passwords, shaped tokens, detect-secrets' classes
+    (filters/secrets.py; `path` picks its keyword rules by file type, `work` collects the
+    window sizes its regexes saw), assigned keys, emails, IP addresses.
     """
     found: list[Span] = []
-    if private_keys and "PRIVATE KEY" in text:
-        found += [Span(m.start(), m.end(), "private_key", "private_key_block")
-                  for m in _PRIVATE_KEY.finditer(text)]
-        # BEGIN lines inside a whole block lose to it below; the others have no END line
-        found += [Span(m.start(), m.end(), "private_key", "private_key_unterminated")
-                  for m in _PRIVATE_KEY_OPEN.finditer(text)]
+    if private_keys and ("PRIVATE KEY" in text or "PuTTY-User-Key-File-" in text):
+        found += list(_private_keys(text, work))
     if keys and "://" in text:  # before emails: `user:pass@db.host.com` is no address
         found += list(_url_passwords(text))
     if keys:
@@ -319,6 +343,7 @@ def find_pii(text: str, *, emails: bool = True, ip_addresses: bool = True, keys:
         for index in triggered:
             rule, _literals, pattern = _TOKENS[index]
             found += [Span(m.start(), m.end(), "key", rule) for m in pattern.finditer(text)]
+        found += [Span(f.start, f.end, "key", f.rule) for f in find_secrets(text, path, work)]
         found += sorted(_assigned(text, key_min_entropy), key=lambda s: s.start)
     if emails and "@" in text:
         found += list(_emails(text, keep_example_emails))

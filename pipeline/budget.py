@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import xxhash
-
 from ..stages.readers.common import InputUnit
 from .manifest import Manifest
 
@@ -45,12 +43,6 @@ KEPT_SHARE = {"code": 0.6, "text": 0.5}
 PILOT_SHARE = 0.01  # with pilot_units: the pilot reads at least 1% of every source's units
 PILOT_NEED_SHARE = 0.25  # without: a quarter of what each source is expected to need
 PILOT_UNITS_WITHOUT_HINTS = 4  # units of unknown size: the fixed count it used to be
-
-
-def unit_order(units: list[InputUnit], seed: int) -> list[InputUnit]:
-    """The seeded order in which a source's units are read (ties: by unit id)."""
-    return sorted(units, key=lambda u: (xxhash.xxh3_64_intdigest(
-        f"{seed}\x00{u.shard_id}".encode()), u.shard_id))
 
 
 def pilot_counts(manifest: Manifest, units: Mapping[str, list[InputUnit]]) -> dict[str, int]:

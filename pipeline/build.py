@@ -14,13 +14,15 @@ from rich.console import Console
 
 from ..stages import storage
 from ..stages.base import Phase
-from ..stages.incremental.index import IndexFiles
+from ..stages.dedup_index.format import IndexFiles
 from ..stages.readers.common import InputUnit
 from . import budget, listing
+from .dedup_index import write_step_record
 from .executor import connect, run_phase
 from .manifest import Manifest
 from .planner import RunLayout, RunPlan, Step, list_units, plan_run
 from .progress import Mode, phase_progress
+from .sample import unit_order
 from .stats import run_stats
 
 
@@ -217,6 +219,7 @@ class _Runner:
                     self.global_summaries.setdefault(name, {}).update(facts)
         elif summarize:
             assert step.global_stage is not None and step.global_ctx is not None
+            write_step_record(step.global_stage, step.global_ctx)
             self.global_summaries[step.stage_names[0]] = {
                 "params": step.global_stage.params.model_dump(mode="json"),
                 **step.global_stage.summary(step.global_ctx)}
@@ -264,11 +267,11 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
     # overlaps Ray's shutdown instead of delaying the start.
-    from .publish.report import write_run_docs
+    from .publish.run_docs import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
     if any(getattr(spec.params, "index", False) for spec in manifest.stage_specs):
-        from .index import build_index
+        from .dedup_index import build_index
 
         build_index(run_dir)  # <run>/index/: later runs deduplicate against this one
     if manifest.train is not None:  # launch/train.sh for the manifest's own node layout
@@ -292,7 +295,7 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
     """`read: needed`: rounds over growing prefixes of the seeded unit orders, until the
     mix's split counts say every component has its target (pipeline/budget.py); then
     that round's mix packs. Returns the last round's plan and stats.json's `read`."""
-    orders = {name: budget.unit_order(us, manifest.seed) for name, us in units.items()}
+    orders = {name: unit_order(us, manifest.seed) for name, us in units.items()}
     source_of = {u.shard_id: name for name, us in units.items() for u in us}
     counts: dict[str, int] | None = budget.pilot_counts(manifest, orders)
     pilot: budget.RoundResult | None = None

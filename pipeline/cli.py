@@ -12,15 +12,26 @@ import shutil
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .manifest import Manifest
+
+# Nothing heavy is imported before `main` runs (rich, pydantic, the stages: seconds on a
+# loaded machine), so a Ctrl-C at any time after the start gets a message, not a
+# traceback of an interrupted import.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+
+
+def _console(*args: Any, **kwargs: Any) -> Console:
+    """rich's Console, imported when first needed."""
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
 
 
 def _positive_int(text: str) -> int:
@@ -50,6 +61,37 @@ SAMPLE_HELP = ("a seeded sample for tuning, not for training: a fraction F (0 < 
                "(default run folder: runs/<name>-sample-<F|N>)")
 
 
+def _run_dir(text: str) -> str:
+    """argparse type: a folder path; an empty one (`--run-dir ""`) would silently mean the
+    default folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a folder (or leave --run-dir out "
+                                         "for runs/<manifest name>)")
+    return text
+
+
+def _port(text: str) -> int:
+    """argparse type: a TCP port."""
+    value = _whole(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a TCP port (1..65535)")
+    return value
+
+
+def _rank(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lemur-data",
@@ -68,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     build = with_manifest("build", "Run the manifest: ingest, filter, dedup, tokenize and "
                                    "pack Megatron shards, then write stats, report and card. "
                                    "Rerunning the same command resumes a killed run.")
-    build.add_argument("--run-dir", help="output folder, local or fsspec URL "
+    build.add_argument("--run-dir", type=_run_dir, help="output folder, local or fsspec URL "
                                          "(default: runs/<manifest name>)")
     build.add_argument("--relist", action="store_true",
                        help="start the run over when its input listing changed since it "
@@ -87,39 +129,43 @@ def _parser() -> argparse.ArgumentParser:
     plan = with_manifest("plan", "List the sources, shards, steps and outputs of a build "
                                  "without running it, and estimate core-hours, disk and "
                                  "memory per stage.")
-    plan.add_argument("--run-dir", help="as for build")
+    plan.add_argument("--run-dir", type=_run_dir, help="as for build")
     plan.add_argument("--sample", type=_sample, metavar="F|N", help="as for build")
-    plan.add_argument("--cores-per-node", type=int, default=64,
+    plan.add_argument("--cores-per-node", type=_positive_int, default=64,
                       help="cores of one cluster node, for the nodes-per-day estimate "
                            "(default: 64)")
     launch = with_manifest("launch", "Render, check and run the Megatron-LM training of a "
                                      "built run (writes <run-dir>/launch/train.sh).")
-    launch.add_argument("--run-dir", help="as for build")
+    launch.add_argument("--run-dir", type=_run_dir, help="as for build")
     launch.add_argument("--dry-run", action="store_true",
                         help="write and print train.sh and the check results; run nothing "
                              "(exit 0 even if a check fails)")
-    launch.add_argument("--nnodes", type=int, help="nodes (default: NNODES, SLURM_NNODES, "
-                                                   "else train.nnodes)")
-    launch.add_argument("--node-rank", type=int, help="this node's rank (default: NODE_RANK, "
+    launch.add_argument("--nnodes", type=_positive_int,
+                        help="nodes (default: NNODES, SLURM_NNODES, else train.nnodes)")
+    launch.add_argument("--node-rank", type=_rank, help="this node's rank (default: NODE_RANK, "
                                                       "SLURM_NODEID, else 0)")
     launch.add_argument("--master-addr", help="rank 0's host (default: MASTER_ADDR, the first "
                                               "host of SLURM_JOB_NODELIST, else localhost)")
-    launch.add_argument("--master-port", type=int, help="default: MASTER_PORT, else 29500")
-    index_help = ("Write the dedup index of a finished run (<run>/index/: exact hashes, "
-                  "MinHash band buckets and shingle sets of its kept documents and of the "
-                  "duplicates it removed in their favour), so later builds can list the run "
-                  "under `against:` in exact_dedup / minhash (docs/incremental.md). A no-op "
-                  "where it exists; the run's work/ folder must still be there.")
+    launch.add_argument("--master-port", type=_port, help="default: MASTER_PORT, else 29500")
+    index_help = ("Write the dedup index of a finished run (<run>/index/: one section per "
+                  "dedup stage, e.g. exact hashes, MinHash band buckets and shingle sets of "
+                  "its kept documents and of the duplicates it removed in their favour), so "
+                  "later builds can list the run under `against:` on those stages "
+                  "(docs/incremental.md). A no-op where it exists; the run's work/ folder "
+                  "must still be there.")
     index = commands.add_parser("index", help=index_help, description=index_help)
-    index.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    index.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     card_help = ("Write the dataset card (README.md), report.html and plots/ of a finished "
                  "run from its stats.json.")
     card = commands.add_parser("card", help=card_help, description=card_help)
-    card.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    card.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     push_help = ("Upload a finished run to a Hugging Face Hub dataset repo (token: HF_TOKEN "
                  "or `hf auth login`).")
     push = commands.add_parser("push", help=push_help, description=push_help)
-    push.add_argument("--run-dir", required=True, help="the run folder of a finished build")
+    push.add_argument("--run-dir", type=_run_dir, required=True,
+                       help="the run folder of a finished build")
     push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
     push.add_argument("--private", action="store_true", help="create the repo private")
     push.add_argument("--include", choices=["none", "parquet", "megatron"], default="parquet",
@@ -135,8 +181,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command; Ctrl-C at any point, also while a command imports what it needs,
+    exits 130 with a message (a build says how to resume)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _console(stderr=True, soft_wrap=True).print("interrupted", highlight=False)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
+    console = _console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return _card(args.run_dir, console)
     if args.command == "index":
@@ -189,7 +245,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
     from .estimate import estimate, nodes_for_a_day, read_fractions
     from .planner import plan_run
 
-    out = Console(soft_wrap=True)
+    out = _console(soft_wrap=True)
     out.print(f"manifest {manifest.name} (fingerprint {manifest.fingerprint()}), "
               f"run dir {run_dir}", highlight=False)
     out.print("sources:")
@@ -201,7 +257,7 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
             units[source.name] = plan_units(source.reader, source.info(),
                                             manifest.shard.max_docs, int(manifest.shard.max_bytes))
         except LoadingScriptError as error:  # a manifest to change, not an offline guess
-            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
+            _console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {error}",
                                                        highlight=False)
             return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - offline, no access: estimate from hints
@@ -223,14 +279,14 @@ def _plan(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   highlight=False)
     if manifest.sample is not None:
         units = _plan_sample(manifest, units, by_kind, by_source, out)
-    from ..stages.incremental.index import EarlierRunError
+    from ..stages.dedup_index.format import IndexedRunError
     from .estimate import earlier_reads
 
     try:
         plan = plan_run(manifest, run_dir, units)
         earlier = earlier_reads(manifest)
-    except EarlierRunError as error:
-        Console(stderr=True).print(f"error: {error}", highlight=False)
+    except IndexedRunError as error:
+        _console(stderr=True).print(f"error: {error}", highlight=False)
         return EXIT_USAGE
     out.print("steps:")
     for step in plan.steps:
@@ -313,7 +369,7 @@ def _plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, 
 
 
 def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: Console) -> int:
-    from ..stages.incremental.index import EarlierRunError
+    from ..stages.dedup_index.format import IndexedRunError
     from ..stages.readers.common import ReaderError
     from .build import RunDirError, build
     from .executor import RunError
@@ -327,7 +383,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
     try:
         result = build(manifest, run_dir, args.ray_address, args.workers, args.progress, console,
                        after_tasks=stopping.start, relist=args.relist)
-    except (RunDirError, EarlierRunError) as error:
+    except (RunDirError, IndexedRunError) as error:
         # unwrapped: the paths it names stay whole, to copy and paste
         console.print(f"error: {error}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
@@ -343,21 +399,21 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
             stopping.join()
     # Wide enough for the tables when stdout is a file or a CI log, not a terminal.
     width = shutil.get_terminal_size((140, 24)).columns
-    print_summary(result.stats, run_dir, result.seconds, Console(width=max(width, 100)))
+    print_summary(result.stats, run_dir, result.seconds, _console(width=max(width, 100)))
     return EXIT_OK
 
 
 def _index(run_dir: str, console: Console) -> int:
-    from ..stages.incremental.index import IndexFiles
-    from .index import NotIndexableError, build_index
+    from ..stages.dedup_index.format import IndexFiles, index_sections
+    from .dedup_index import NotIndexableError, build_index
 
     try:
         index = build_index(run_dir)
     except NotIndexableError as error:
         console.print(f"error: {error}", highlight=False)
         return EXIT_USAGE
-    sections = [f"{name}: {index[name]['docs']:,} documents" for name in ("exact", "minhash")
-                if index.get(name)]
+    sections = [f"{name}: {section['docs']:,} documents"
+                for name, section in index_sections(index).items()]
     print(IndexFiles(run_dir).manifest())
     console.print(f"index of {index['kept_docs']:,} kept documents ({'; '.join(sections)})",
                   highlight=False)
@@ -372,7 +428,7 @@ def _stop_ray() -> None:
 
 def _card(run_dir: str, console: Console) -> int:
     from ..stages import storage
-    from .publish.report import write_run_docs
+    from .publish.run_docs import write_run_docs
 
     if not storage.exists(storage.join(run_dir, "stats.json")):
         console.print(f"error: {run_dir} holds no stats.json: not a finished run",

@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..stages.base import StageParams, sources_in_scope
-from ..stages.registry import STAGE_INFO
+from ..stages.base import GlobalStage, StageParams, sources_in_scope
+from ..stages.hooks import CostInput
+from ..stages.registry import is_global, stage_class, stage_hooks
 from .budget import KEPT_SHARE, PILOT_SHARE, TOKEN_BYTES
 from .manifest import Manifest
 
-# stage rates (MB/s per core) live in stages/registry.py with the other facts of a stage
-DEFAULT_RATE_MB_S = 5.0
-WORKER_BASE_MB = 900.0  # a Ray worker with parsers and models loaded (bench_memory.py)
+# A stage's rate (MB/s per core) and what it holds on disk and in memory are its `cost`
+# hook (stages/hooks.py), in the stage's module.
 PARQUET_RATIO = 0.35  # zstd parquet bytes per text byte, measured on the demo output
 AVG_DOC_BYTES = 5_000  # The Stack / RefinedWeb are both around 3-8 KB per document
 # TOKEN_BYTES and KEPT_SHARE (pipeline/budget.py): the priors `plan` and the pilot share.
@@ -49,10 +49,6 @@ def _stages(manifest: Manifest) -> list[tuple[str, StageParams | None]]:
     return stages
 
 
-def _is_global(stage: str) -> bool:
-    return stage in STAGE_INFO and STAGE_INFO[stage].is_global
-
-
 def _scoped_bytes(manifest: Manifest, params: StageParams | None,
                   bytes_by_source: dict[str, int]) -> dict[str, int]:
     """Bytes per kind of the sources a stage applies to (all sources without params)."""
@@ -73,35 +69,18 @@ def estimate(manifest: Manifest, bytes_by_source: dict[str, int]) -> list[StageC
     names = [name for name, _ in stages]
     # a documents step ends before each global stage and at the end; a global stage
     # directly followed by another opens a step holding only its applier
-    writes = {i for i in range(len(names)) if i + 1 == len(names) or _is_global(names[i + 1])}
+    writes = {i for i in range(len(names)) if i + 1 == len(names) or is_global(names[i + 1])}
     for i, (stage, params) in enumerate(stages):
-        info = STAGE_INFO.get(stage)
-        rates: dict[str, float] = (dict(zip(("code", "text"), info.rate_mb_s, strict=True))
-                                   if info else {})
         scoped = _scoped_bytes(manifest, params, bytes_by_source)
         input_bytes = sum(scoped.values())
-        docs = input_bytes / AVG_DOC_BYTES
-        core_hours = sum(size / 1e6 / rates.get(kind, DEFAULT_RATE_MB_S) / 3600
-                         for kind, size in scoped.items())
         # a fused step writes its kept shards once, after its last document stage: all
         # documents, in the stage's scope or not
-        written = total_bytes * PARQUET_RATIO
-        disk = written if i in writes else 0
-        memory = WORKER_BASE_MB
-        applier_step = written if _is_global(stage) and i in writes else 0
-        partitions = max(int(getattr(params, "partitions", 0) or 0), 1)
-        if stage == "exact_dedup":
-            disk = docs * 80 + applier_step
-            memory += docs * 100 / partitions / 1e6
-        elif stage == "minhash":
-            permutations = 256
-            disk = docs * permutations * 8 + applier_step
-            memory += docs * permutations * 8 / partitions / 1e6
-        elif stage == "tokenize":
-            disk = input_bytes / 3.5 * 2 * 1.2  # token ids as uint16, parquet overhead
-        elif stage == "mix" and manifest.mixture:
-            disk = manifest.mixture.total_tokens * 2
-        costs.append(StageCost(stage, input_bytes, core_hours, int(disk), memory))
+        written = total_bytes * PARQUET_RATIO if i in writes else 0
+        size = CostInput(scoped, input_bytes / AVG_DOC_BYTES, written,
+                         manifest.mixture.total_tokens if manifest.mixture else None)
+        cost = stage_hooks(stage).cost(params, size)
+        costs.append(StageCost(stage, input_bytes, cost.core_hours, int(cost.disk_bytes),
+                               cost.memory_mb))
     return costs
 
 
@@ -157,30 +136,12 @@ class EarlierReads:
     upper bound: all of them)."""
 
 
-def _folder_bytes(folder: str) -> int:
-    from ..stages import storage
-
-    fs, local = storage.filesystem(folder)
-    sizes: dict[str, int] = fs.du(local, total=False) if fs.exists(local) else {}
-    return sum(sizes.values())
-
-
 def earlier_reads(manifest: Manifest) -> list[EarlierReads]:
-    """The extra reads of the dedup stages' `against` runs (their index sizes)."""
-    from ..stages import storage
-    from ..stages.incremental.index import IndexFiles, read_index
-
+    """The extra reads of the dedup stages' `against` runs (their `index_reads` hook)."""
     out = []
     for spec in manifest.stage_specs:
-        for run in getattr(spec.params, "against", None) or []:
-            root = IndexFiles(run).root
-            section = "exact" if spec.name == "exact_dedup" else "minhash"
-            docs = int((read_index(run).get(section) or {}).get("docs", 0))
-            if section == "exact":
-                full, partial = _folder_bytes(storage.join(root, "exact")), 0
-            else:
-                full = _folder_bytes(storage.join(root, "minhash", "bands"))
-                partial = (_folder_bytes(storage.join(root, "minhash", "docs"))
-                           + _folder_bytes(storage.join(root, "minhash", "shingles")))
-            out.append(EarlierReads(spec.name, run, docs, full, partial))
+        cls = stage_class(spec.name)
+        if issubclass(cls, GlobalStage):
+            out += [EarlierReads(spec.name, r.run, r.docs, r.bytes_read, r.bytes_candidates)
+                    for r in cls(spec.params).index_reads()]
     return out

@@ -18,7 +18,7 @@ from ..stages import storage
 from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
 from ..stages.ingest import read_unit
 from ..stages.readers.common import InputUnit, ReaderParams, SourceInfo
-from .profile import shard_profile
+from .profile import Profilers, shard_profile
 from .sample import sample_filter
 
 # Stage instances built in this worker process, reused across shards.
@@ -43,6 +43,7 @@ class FusedShardTask:
     removed_path: str
     ctx: ShardContext
     profile: bool = False  # the run's last document step: describe the kept documents
+    profilers: Profilers = ()  # the run's stages, whose `profile` hooks add to it
 
     def __call__(self) -> dict[str, Any]:
         removed: list[pa.Table] = []
@@ -68,7 +69,7 @@ class FusedShardTask:
         if facts:
             summary["facts"] = facts
         if self.profile:
-            summary["profile"] = shard_profile(docs)
+            summary["profile"] = shard_profile(docs, self.profilers)
         return summary
 
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ByteSize,
     ConfigDict,
@@ -60,10 +62,25 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _positive_bytes(value: ByteSize) -> ByteSize:
+    if value <= 0:
+        raise ValueError("must be more than 0 bytes")
+    return value
+
+
+# A size that divides or bounds something: 0 would divide by zero or keep nothing.
+PositiveByteSize = Annotated[ByteSize, AfterValidator(_positive_bytes)]
+# The most tokens a mixture may ask for: 10^15, some 30 times the largest pretraining
+# sets; more only makes the packer repeat the data for ever (1e30 hung in pack).
+MAX_TOTAL_TOKENS = 1e15
+# Seeds feed 64-bit hashes (xxhash, numpy): a 5,000-digit one failed deep in a task.
+MAX_SEED = 2**63 - 1
+
+
 class ShardSpec(Strict):
     max_docs: PositiveInt = 20000
     """Most documents in one shard (one Ray task's worth of work)."""
-    max_bytes: ByteSize = ByteSize(256 * 2**20)
+    max_bytes: PositiveByteSize = ByteSize(256 * 2**20)
     """About the most text bytes in one shard."""
 
 
@@ -75,7 +92,7 @@ class SourceSpec(Strict):
     """Document column -> input column, e.g. {text: content, repo: max_stars_repo_name}."""
     lang: str | None = None
     """Fixed language of every document (e.g. Python for stack-python)."""
-    max_doc_bytes: ByteSize = ByteSize(16 * 2**20)
+    max_doc_bytes: PositiveByteSize = ByteSize(16 * 2**20)
     """Larger documents are quarantined with reason ingest:too_large."""
     on_bad_file: Literal["fail", "quarantine"] = "quarantine"
     """An unreadable file stops the run (fail) or is recorded in removed/ (quarantine)."""
@@ -102,7 +119,7 @@ class TokenizerSpec(TokenizerConfig):
 
 
 class MixtureSpec(Strict):
-    total_tokens: PositiveFloat
+    total_tokens: Annotated[PositiveFloat, Field(le=MAX_TOTAL_TOKENS)]
     weights: dict[str, PositiveFloat]
     """By kind (code, text) or by source name; per-language with `code:Python`."""
     read: Literal["all", "needed"] = "all"
@@ -127,7 +144,7 @@ class MixtureSpec(Strict):
 
 
 class MegatronOutputSpec(Strict):
-    max_shard_bytes: ByteSize = ByteSize(8 * 10**9)
+    max_shard_bytes: PositiveByteSize = ByteSize(8 * 10**9)
     blend: Literal["separate", "pre_blended"] = "separate"
     seq_length: PositiveInt | None = None
 
@@ -142,7 +159,7 @@ class TrainSpec(TrainConfig):
 
 class Manifest(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     shard: ShardSpec = ShardSpec()
     sources: list[SourceSpec] = Field(min_length=1)
     stages: list[dict[str, dict[str, Any] | None]] = []
@@ -233,6 +250,7 @@ class StageSpec:
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read, expand placeholders and validate a manifest file."""
     where = str(path)
+    text = ""
     try:
         text = read_user_file(path, what="manifest", max_bytes=MAX_MANIFEST_BYTES).decode()
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -253,6 +271,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(where, ["nested too deeply to be a manifest"]) from None
     except _ExpansionError as error:
         raise ManifestError(where, [str(error)]) from None
+    except ValueError as error:  # a scalar YAML cannot construct: an int of 5,000 digits
+        raise ManifestError(where, _unconstructible(text, error)) from None
     if duplicates:
         raise ManifestError(where, duplicates)
     if not isinstance(raw, dict):
@@ -262,6 +282,23 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
 
 class _ExpansionError(ValueError):
     pass
+
+
+def _unconstructible(text: str, error: ValueError) -> list[str]:
+    """Where YAML could not build a value: Python refuses to read an integer of more than
+    4,300 digits (sys.get_int_max_str_digits), and no manifest key wants one."""
+    found = []
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":int") \
+                and len(node.value) > 100:
+            found.append(f"line {node.start_mark.line + 1}: a number of {len(node.value):,} "
+                         "digits; no manifest key takes one")
+        stack += _children(node)
+    return sorted(found) or [f"a value YAML cannot build: {error}"]
 
 
 def _check_expansion(root: yaml.Node | None) -> None:
@@ -333,6 +370,7 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
     problems: list[str] = []
     expansions: dict[str, str] = {}
     raw = _expand_paths(raw, base_dir, problems, expansions)
+    problems += _non_finite(raw)
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
@@ -340,11 +378,84 @@ def parse_manifest(raw: dict[str, Any], where: str = "<manifest>",
         stages = raw.get("stages")
         stages = stages if isinstance(stages, list) else []
         raise ManifestError(where, problems + _describe(error) + _check_stages(stages)) from None
-    problems += _check_stages(manifest.stages) + _check_references(manifest)
+    problems += _check_stages(manifest.stages) + _check_references(manifest) \
+        + _check_resolvable(manifest)
     if problems:
         raise ManifestError(where, problems)
     manifest._expansions.update(expansions)
     return manifest
+
+
+def _non_finite(node: Any, where: str = "") -> list[str]:
+    """`.inf` and `.nan` anywhere in the manifest: YAML reads them as floats, which every
+    float key would take (weights, thresholds, budgets) and a stage then hangs or
+    crashes on. No key of a manifest means anything by them."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return [f"{where or '<manifest>'}: {node} is not a finite number"]
+    if isinstance(node, dict):
+        return [p for k, v in node.items()
+                for p in _non_finite(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _non_finite(v, f"{where}[{i}]")]
+    return []
+
+
+def _check_resolvable(manifest: Manifest) -> list[str]:
+    """What a build would otherwise find missing only when a late stage gets to it: the
+    tokenizer's file, and mixture keys that no document can match."""
+    problems = []
+    tokenizer = manifest.tokenizer
+    if tokenizer is not None:
+        for key in ("file", "sentencepiece"):
+            path = getattr(tokenizer, key)
+            if path and "://" not in path and not os.path.isfile(path):
+                what = "is a folder" if os.path.isdir(path) else "no such file"
+                problems.append(f"tokenizer.{key}: {path}: {what}")
+        if tokenizer.package:
+            problems += _check_package_file(tokenizer.package)
+    if manifest.mixture:
+        problems += _check_weight_languages(manifest)
+        from ..stages.mix.params import MixParams, components_of
+
+        try:
+            components_of(MixParams(weights=dict(manifest.mixture.weights),
+                                    total_tokens=manifest.mixture.total_tokens))
+        except ValueError as error:
+            problems.append(f"mixture.weights: {error}")
+    return problems
+
+
+def _check_package_file(spec: str) -> list[str]:
+    from ..stages.tokenize.tokenizer import package_file
+
+    try:
+        package_file(spec)
+    except (ValueError, ImportError, OSError) as error:
+        return [f"tokenizer.package: {error}"]
+    return []
+
+
+def _check_weight_languages(manifest: Manifest) -> list[str]:
+    """`code:Pyhton`: a language no code document can have (linguist's names, which
+    langid gives, or a source's own `lang`) matches nothing, and the mix found it only
+    after every stage had run."""
+    assert manifest.mixture is not None
+    fixed = {s.lang for s in manifest.sources if s.lang}
+    kinds = {s.name: s.kind for s in manifest.sources}
+    if code_detector.available() is not None:
+        return []  # no detector to ask: the mix still refuses an empty component
+    problems = []
+    for key in manifest.mixture.weights:
+        base, _, lang = key.removesuffix("@repo").partition(":")
+        if not lang or (kinds.get(base, base) != "code") or lang in fixed:
+            continue
+        if code_detector.language_by_name(lang) != lang:
+            known = code_detector.language_by_name(lang)
+            hint = f" (linguist's name is {known!r})" if known else ""
+            problems.append(f"mixture.weights.{key}: no code language {lang!r}{hint}; "
+                            "languages are linguist's names (Python, C++, Jupyter Notebook) "
+                            "or a source's `lang`")
+    return problems
 
 
 def _describe(error: ValidationError, prefix: str = "") -> list[str]:
@@ -364,9 +475,17 @@ def _describe(error: ValidationError, prefix: str = "") -> list[str]:
             message = f"reader needs a `type` key, one of: {', '.join(READERS)}"
         given = item.get("input")
         if item["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
-            message += f" (got {given!r})"
+            message += f" (got {_shown(given)})"
         lines.append(f"{path}: {message}")
     return lines
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: short (a 5,000-digit int cannot even be printed)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"a number of {value.bit_length():,} bits"
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _key_path(loc: tuple[Any, ...]) -> str:

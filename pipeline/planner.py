@@ -112,6 +112,8 @@ def plan_run(manifest: Manifest, run_dir: str,
         unit.shard_id: IngestInput(readers[name][0], readers[name][1], unit)
         for name, source_units in units.items() for unit in source_units}
     pending: list[DocumentStage] = []
+    # every stage of the run adds its part to the output's profile (its own columns)
+    profilers = tuple(STAGES[spec.name] for spec in manifest.stage_specs)
     names = ["ingest"]
     number = 1
 
@@ -128,7 +130,7 @@ def plan_run(manifest: Manifest, run_dir: str,
             ctx = ShardContext(shard_id, run_dir, manifest.seed)
             task = FusedShardTask(shard_id, source, list(pending), out,
                                   storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx,
-                                  profile=last)
+                                  profile=last, profilers=profilers if last else ())
             tasks.append(Task(shard_id, task, (out, task.removed_path)))
             outputs[shard_id] = out
         phase = Phase(label, tasks, largest([s.params.resources for s in pending]))

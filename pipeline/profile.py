@@ -1,4 +1,4 @@
-"""What the output shards hold: tokens, licenses, length histograms, syntax checks.
+"""What the output shards hold: tokens, licenses, length histograms, and the stages' parts.
 
 stats.json's stage counts are counts of decisions; these figures describe the
 kept documents themselves. Each task of the run's last document step computes
@@ -6,6 +6,7 @@ them for its shard while the documents are in memory (`shard_profile`, saved in
 its summary), and the driver adds the shards up (`merge_profiles`): no shard is
 read twice, and every document counts. Bins are fixed and the merge sums in
 shard order, so the result is the same on every run of the same manifest.
+A stage adds figures of its own columns through its `profile` hook (stages/hooks.py).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..stages import storage
+from ..stages.hooks import StageHooks
+from ..stages.registry import listed_hooks
 
 # Log-spaced bin edges, 4 per decade: 1 byte (or token) to 10^9.
 EDGES = [round(10 ** (i / 4)) for i in range(0, 37)]
-_SYNTAX = ("syntax_checked", "syntax_clean")
-_READ = ("text", "source", "kind", "lang", "license", "tokens", *_SYNTAX)
-"""The columns `shard_profile` looks at (not the token ids, the largest column)."""
+_READ = ("text", "source", "kind", "lang", "license", "tokens")
+"""The columns `shard_profile` looks at (not the token ids, the largest column), besides
+the stages' `profile_columns`."""
+Profilers = tuple[type[StageHooks], ...]
 
 
 def _named(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -51,8 +55,9 @@ def _histograms(values: np.ndarray, kinds: np.ndarray) -> dict[str, list[int]]:
             for kind in sorted(set(kinds.tolist()))}
 
 
-def shard_profile(docs: pa.Table) -> dict[str, Any]:
-    """The figures of one shard's documents, as sums that `merge_profiles` adds up."""
+def shard_profile(docs: pa.Table, profilers: Profilers = ()) -> dict[str, Any]:
+    """The figures of one shard's documents, as sums that `merge_profiles` adds up;
+    `profilers`: the stages of the run, whose `profile` hooks add theirs."""
     names = set(docs.column_names)
     keys = pa.table({"kind": docs.column("kind"), "lang": _named(docs.column("lang")),
                      "license": _named(docs.column("license")),
@@ -69,13 +74,12 @@ def shard_profile(docs: pa.Table) -> dict[str, Any]:
             out[f"tokens_by_{key}"] = _tally(keys, [key], "tokens")
         out["token_counts"] = _histograms(
             keys.column("tokens").to_numpy(zero_copy_only=False), kinds)
-    if set(_SYNTAX) <= names:
-        checked = pa.table({"lang": keys.column("lang"),
-                            "clean": pc.fill_null(docs.column("syntax_clean"), False)
-                            .cast(pa.int64())}).filter(
-            pc.fill_null(docs.column("syntax_checked"), False))
-        counts, clean = _tally(checked, ["lang"]), _tally(checked, ["lang"], "clean")
-        out["syntax"] = {lang: {"checked": n, "clean": clean[lang]} for lang, n in counts.items()}
+    named = docs.set_column(docs.schema.get_field_index("lang"), "lang", keys.column("lang"))
+    stages: dict[str, Any] = {}
+    for stage in profilers:
+        stages.update(stage.profile(named))
+    if stages:
+        out["stages"] = stages
     return out
 
 
@@ -116,19 +120,27 @@ def merge_profiles(parts: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"tokens_by_{key}"] = by_key(total[f"tokens_by_{key}"])
         out["token_histogram"] = {"unit": "tokens", "edges": EDGES,
                                   "counts": by_key(total["token_counts"])}
-    if "syntax" in total:
-        out["syntax"] = {lang: by_key(c) for lang, c in sorted(total["syntax"].items())}
+    for key, counts in sorted(total.get("stages", {}).items()):  # the stages' own figures
+        out[key] = _sorted(counts)
     return out
 
 
-def profile_output(paths: list[str]) -> dict[str, Any]:
+def _sorted(value: Any) -> Any:
+    return {k: _sorted(v) for k, v in sorted(value.items())} if isinstance(value, dict) \
+        else value
+
+
+def profile_output(paths: list[str], profilers: Profilers | None = None) -> dict[str, Any]:
     """The same figures read back from finished shards (for runs and tools without the
-    task summaries)."""
+    task summaries); `profilers` default to every stage a manifest may list."""
+    profilers = tuple(listed_hooks()) if profilers is None else profilers
+    wanted = list(dict.fromkeys([*_READ, *(c for s in profilers for c in s.profile_columns)]))
     parts = []
     for path in sorted(paths):
         fs, local = storage.filesystem(path)
         with fs.open(local, "rb") as handle:
             parquet = pq.ParquetFile(handle)
             names = set(parquet.schema_arrow.names)
-            parts.append(shard_profile(parquet.read(columns=[c for c in _READ if c in names])))
+            parts.append(shard_profile(parquet.read(columns=[c for c in wanted if c in names]),
+                                       profilers))
     return merge_profiles(parts)

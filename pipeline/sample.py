@@ -2,7 +2,7 @@
 
 Drawn by input unit, then by row:
 
-- units: each source's units in the seeded order of `read: needed` (budget.unit_order),
+- units: each source's units in the seeded order of `read: needed` (`unit_order`),
   taken until their listed size covers the target (a fraction of the source's bytes, or
   N documents);
 - rows: within the units taken, a fraction keeps each document whose seeded hash of
@@ -94,11 +94,16 @@ def row_scores(ids: list[str], seed: int) -> list[float]:
             for doc_id in ids]
 
 
+def unit_order(units: list[InputUnit], seed: int) -> list[InputUnit]:
+    """The seeded order in which a source's units are read, by `read: needed` rounds and
+    by samples (ties: by unit id)."""
+    return sorted(units, key=lambda u: (xxhash.xxh3_64_intdigest(
+        f"{seed}\x00{u.shard_id}".encode()), u.shard_id))
+
+
 def sample_units(units: dict[str, list[InputUnit]], value: SampleValue,
                  seed: int) -> dict[str, list[InputUnit]]:
     """The units a sample reads, per source, in listing order, each a `SampledUnit`."""
-    from .budget import unit_order
-
     out: dict[str, list[InputUnit]] = {}
     for name, source_units in units.items():
         order = unit_order(source_units, seed)

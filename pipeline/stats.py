@@ -12,8 +12,7 @@ from typing import Any
 
 from ..filters.langid import code as code_detector
 from ..stages.base import DocumentStage
-from ..stages.decontaminate.report import contamination
-from ..stages.registry import STAGES
+from ..stages.registry import STAGES, stage_hooks
 from .manifest import Manifest
 from .planner import RunPlan
 from .profile import merge_profiles
@@ -50,8 +49,8 @@ def stage_stats(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, 
             lambda: {"in": _zero(), "kept": _zero(), "removed": _zero()})
         by_lang: dict[str, dict[str, Counts]] = defaultdict(
             lambda: {"kept": _zero(), "removed": _zero()})
-        totals: Counts = {}  # e.g. pii: {pii_emails: 332, ...}, shown by report and card
-        by_detail: Counts = {}  # decontaminate: documents removed per benchmark item
+        totals: Counts = {}  # the stage's total_columns summed, shown by report and card
+        by_detail: Counts = {}  # count_details: documents removed per detail
         for row in (row for row in rows if row["stage"] == name):
             for detail, docs in (row.get("details") or {}).items():
                 by_detail[detail] = by_detail.get(detail, 0) + docs
@@ -134,9 +133,7 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
                     stage.update(figures)
     for stage in stages:
         stage.setdefault("params", params.get(stage["name"], {}))
-        if stage["name"] == "decontaminate":
-            stage["contamination"] = contamination(stage["params"],
-                                                   stage.get("removed_by_detail", {}))
+        stage.update(stage_hooks(stage["name"]).stats_figures(stage))
     check_accounting(stages)
     last = stages[-1] if stages else None
     stats: dict[str, Any] = {
@@ -157,10 +154,8 @@ def run_stats(manifest: Manifest, plan: RunPlan, run_dir: str, rows: list[dict[s
            if manifest.detects_code_language else {}),
         "checks": {"in_equals_kept_plus_removed": True, "stage_chain": True},
     }
-    mix = global_summaries.get("mix")
-    if mix:  # tokens available / used / epochs per component, realized vs target shares
-        stats["mixture"] = {k: v for k, v in mix["mixture"].items() if k != "dtype"}
-        stats["megatron"] = mix["megatron"]
+    for name, summary in global_summaries.items():  # e.g. the mixture and Megatron output
+        stats.update(stage_hooks(name).run_figures(summary))
     # Tokens, licenses, lengths and syntax checks of the kept documents (the last step's
     # tasks described their shards).
     stats["profile"] = merge_profiles(shard_profiles)

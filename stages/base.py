@@ -9,6 +9,10 @@ Two kinds of stage exist:
 - `GlobalStage`: needs to see the whole corpus first (dedup, mixing). It
   declares explicit phases of independent tasks, and then a `DocumentStage`
   that applies the decisions per shard.
+
+Both are `StageHooks` (stages/hooks.py): what a stage says about itself to the runner,
+the publisher and `plan` (its card line, stats figures, card notes, figures, profile and
+cost) lives with the stage; pipeline/ calls the hooks and names no stage.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ByteSize, ConfigDict, PositiveFloat
+
+from .hooks import StageHooks
 
 
 class Resources(BaseModel):
@@ -116,7 +122,7 @@ class StageResult:
         return cls(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
 
-class DocumentStage(ABC, Generic[P]):
+class DocumentStage(StageHooks, ABC, Generic[P]):
     """A per-document stage. Instances are built once per worker and reused."""
 
     name: ClassVar[str]
@@ -206,11 +212,39 @@ class GlobalContext:
     seed: int
 
 
-class GlobalStage(ABC, Generic[P]):
+@dataclass(frozen=True)
+class IndexSource:
+    """What a dedup stage's `export_index` reads: its step as the run planned it, and the
+    run's kept documents (stages/dedup_index/)."""
+
+    ctx: GlobalContext
+    kept: pa.Array
+    """The ids of the run's kept documents (its final output), sorted."""
+    removed: dict[str, str]
+    """id -> kept_id of the duplicates the run's dedup stages removed in favour of its own
+    documents (every stage's `index_removed`)."""
+
+
+@dataclass(frozen=True)
+class IndexReads:
+    """What deduplicating against one indexed run reads of its index (`plan`)."""
+
+    run: str
+    docs: int
+    bytes_read: int
+    """Read in full, once per run (the exact hashes, or the MinHash band buckets)."""
+    bytes_candidates: int
+    """Read only in part, by row groups holding candidates (an upper bound: all)."""
+
+
+class GlobalStage(StageHooks, ABC, Generic[P]):
     """A stage that must see every shard before deciding (dedup, mixing)."""
 
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
+    index_section: ClassVar[str | None] = None
+    """Its section of a run's dedup index (`lemur-data index`, `index: true`), if the
+    stage writes one; then it implements `export_index` and `index_removed`."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params
@@ -226,3 +260,17 @@ class GlobalStage(ABC, Generic[P]):
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
         """Figures for stats.json (parameters, cluster sizes, ...)."""
         return {}
+
+    def index_removed(self, ctx: GlobalContext) -> dict[str, str]:
+        """id -> kept_id of the documents it removed in favour of this run's own (not of
+        an indexed run's), from its finished work files."""
+        return {}
+
+    def export_index(self, source: IndexSource) -> dict[str, Any]:
+        """Write its section of the run's index from its work files; return the section
+        of index.json (its parameters a later run must match, its document counts)."""
+        raise NotImplementedError(f"{self.name} writes no dedup index")
+
+    def index_reads(self) -> list[IndexReads]:
+        """What it reads of each `against` run's index (`lemur-data plan`)."""
+        return []

@@ -7,9 +7,13 @@ Which copy survives: `keep_order` (stages/keeper.py): most stars, then a known
 licence, then smallest id; or The Stack v2's licence-class-first order.
 
 With `against: [runs...]`, a decide task first reads the same hash partition of each
-earlier run's index (stages/incremental/): every document whose hash an earlier run
-kept is removed as `duplicate_of_earlier` (the earlier copy has shipped, so it wins
-whatever its stars); the rest are deduplicated among themselves as above.
+earlier run's dedup index: every document whose hash an earlier run kept is removed as
+`duplicate_of_earlier` (the earlier copy has shipped, so it wins whatever its stars); the
+rest are deduplicated among themselves as above.
+
+The stage's section of a run's dedup index (stages/dedup_index/) is written and read
+here: `index/exact/part-PPPP.parquet`, (hash, id of the kept representative), one row
+per hash, sorted by hash; partition = the first 32 bits of the hash mod `partitions`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from .base import (
     DecisionsApplier,
     GlobalContext,
     GlobalStage,
+    IndexReads,
+    IndexSource,
     Phase,
     ShardContext,
     StageParams,
@@ -35,7 +41,17 @@ from .base import (
     Task,
     in_scope,
 )
-from .incremental.index import EXACT_KEYS, Earlier, earlier_runs
+from .dedup_index.export import removed_for, representatives
+from .dedup_index.format import (
+    IndexedRun,
+    IndexFiles,
+    against_notes,
+    folder_bytes,
+    indexed_runs,
+    part_file,
+    read_index,
+)
+from .hooks import Cost, CostInput, StatsEntry
 from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
 from .paths import LocalPath
 
@@ -113,7 +129,7 @@ class DecidePartition:
     keep_order: KeepOrder = "stars"
     part: int = 0
     partitions: int = 1
-    earlier: tuple[Earlier, ...] = ()
+    earlier: tuple[IndexedRun, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
         frames = [cast(pl.DataFrame, pl.from_arrow(storage.read_parquet(path))).with_columns(
@@ -141,9 +157,9 @@ class DecidePartition:
         return {"duplicates": drops.height,
                 "of_earlier": sum(d.height for d in decided)}
 
-    def _earlier_hashes(self, run: Earlier) -> pl.DataFrame:
+    def _earlier_hashes(self, run: IndexedRun) -> pl.DataFrame:
         """(hash, kept_id) of the earlier run's kept documents in this partition."""
-        parts = [storage.read_parquet(run.files.exact(q))
+        parts = [storage.read_parquet(index_file(run.files, q))
                  for q in run.parts_for(self.part, self.partitions)]
         kept = pl.from_arrow(pa.concat_tables(parts))
         assert isinstance(kept, pl.DataFrame)
@@ -175,13 +191,56 @@ class ExactDedupApplier(DecisionsApplier[ExactDedupParams]):
         return StageResult.from_decisions(docs, drops, _explain)
 
 
+SECTION = "exact"
+
+
+def index_file(files: IndexFiles, part: int) -> str:
+    return files.section(SECTION, part_file(part))
+
+
+def index_params(p: ExactDedupParams) -> dict[str, Any]:
+    """What decides a hash: an indexed run is usable only with the same."""
+    return {"normalize": p.normalize}
+
+
+def export_partition(files: IndexFiles, work_dir: str, shards: list[str], part: int,
+                     kept: pa.Array, removed: dict[str, str]) -> int:
+    """index/exact/part-P: (hash, id of the representative), one row per hash, sorted."""
+    tables = [storage.read_parquet(hash_file(work_dir, shard, part), ["hash", "id"])
+              for shard in shards]
+    table = pa.concat_tables(tables) if tables else pa.schema(
+        [("hash", pa.string()), ("id", pa.string())]).empty_table()
+    table = table.set_column(1, "id", representatives(table.column("id"), removed, kept))
+    table = table.filter(pc.is_valid(table.column("id"))).sort_by([("hash", "ascending"),
+                                                                   ("id", "ascending")])
+    hashes = table.column("hash").to_pylist()
+    first = [i == 0 or hashes[i] != hashes[i - 1] for i in range(len(hashes))]
+    table = table.filter(pa.array(first, pa.bool_()))
+    storage.write_parquet_atomic(index_file(files, part), table)
+    return table.num_rows
+
+
 class ExactDedup(GlobalStage[ExactDedupParams]):
     name = "exact_dedup"
+    about = (
+        "exact deduplication: one copy of each distinct text survives")
+    rate_mb_s = (60.0, 60.0)  # MB/s per core (code, text); docs/benchmarks.md
+    Params = ExactDedupParams
+
+    @classmethod
+    def card_notes(cls, entry: StatsEntry) -> list[str]:
+        return against_notes(entry)
+
+    @classmethod
+    def cost(cls, params: ExactDedupParams, size: CostInput) -> Cost:
+        """~80 bytes of hash files per document; a decide task holds its partition's."""
+        base = super().cost(params, size)
+        return Cost(base.core_hours, size.docs * 80 + size.step_write_bytes,
+                    base.memory_mb + size.docs * 100 / params.partitions / 1e6)
 
     @classmethod
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
         return explain_duplicate(doc, entry, work, "exact copy")
-    Params = ExactDedupParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p = self.params
@@ -202,11 +261,11 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
             for part in range(p.partitions)])
         return [hashing, deciding]
 
-    def earlier(self) -> list[Earlier]:
+    def earlier(self) -> list[IndexedRun]:
         """The `against` runs, checked: refused if an index is missing or its parameters
-        differ (EarlierRunError)."""
-        p = self.params
-        return earlier_runs(p.against, "exact", {k: getattr(p, k) for k in EXACT_KEYS})
+        differ (IndexedRunError)."""
+        return indexed_runs(self.params.against, SECTION, index_params(self.params),
+                            self.name)
 
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
         """How many documents each earlier run removed (read from the decisions)."""
@@ -217,6 +276,24 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         runs = pa.concat_tables(tables).column("earlier").to_pylist() if tables else []
         return {"against": [{"run": run, "removed": runs.count(run)}
                             for run in self.params.against]}
+
+    index_section = SECTION
+
+    def index_removed(self, ctx: GlobalContext) -> dict[str, str]:
+        return removed_for(storage.join(ctx.work_dir, "decisions"))
+
+    def export_index(self, source: IndexSource) -> dict[str, Any]:
+        p, ctx = self.params, source.ctx
+        files, shards = IndexFiles(ctx.run_dir), sorted(ctx.input_shards)
+        docs = sum(export_partition(files, ctx.work_dir, shards, part, source.kept,
+                                    source.removed) for part in range(p.partitions))
+        return {**index_params(p), "partitions": p.partitions, "docs": docs}
+
+    def index_reads(self) -> list[IndexReads]:
+        """The exact hashes of each `against` run, read in full."""
+        return [IndexReads(run, int((read_index(run).get(SECTION) or {}).get("docs", 0)),
+                           folder_bytes(IndexFiles(run).section(SECTION)), 0)
+                for run in self.params.against]
 
     def applier(self, ctx: GlobalContext) -> DecisionsApplier:
         return ExactDedupApplier(self.params, storage.join(ctx.work_dir, "decisions"))

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from .hooks import StageHooks
 from .readers.common import InputUnit, Reader, ReaderParams, SourceInfo, stamp
 from .readers.files import FilesReader, TreeReader
 from .readers.hf_dataset import HFDatasetReader
@@ -80,3 +81,12 @@ def with_document_checks(table: pa.Table, max_doc_bytes: int) -> pa.Table:
     )
     reason = pc.coalesce(table.column("reason"), found)
     return table.set_column(table.schema.get_field_index("reason"), "reason", reason)
+
+
+class Ingest(StageHooks):
+    """Ingest's hooks: it is the runner's first step (readers and the checks above), not
+    a `DocumentStage`, but the card and `plan` describe it as every other stage."""
+
+    name = "ingest"
+    about = "reads every source; removes empty, undecodable and over-large documents"
+    rate_mb_s = (40.0, 40.0)  # MB/s per core (code, text); docs/benchmarks.md

@@ -33,6 +33,10 @@ class LicensesParams(StageParams):
 
 class Licenses(DocumentStage[LicensesParams]):
     name = "licenses"
+    about = (
+        "keeps documents by licence: an SPDX allow-list (or `permissive`) "
+        "or a deny-list")
+    rate_mb_s = (1000.0, 1000.0)  # MB/s per core (code, text); docs/benchmarks.md
     Params = LicensesParams
     count_columns = ("license_class",)
 

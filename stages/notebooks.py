@@ -52,6 +52,10 @@ class NotebooksParams(StageParams):
 
 class Notebooks(DocumentStage[NotebooksParams]):
     name = "notebooks"
+    about = (
+        "Jupyter notebooks as scripts of their language (jupytext) or "
+        "StarCoder2's structured text; outputs and images dropped")
+    rate_mb_s = (6.0, 1000.0)  # MB/s per core (code, text); docs/benchmarks.md
     Params = NotebooksParams
 
     def added_columns(self) -> list[pa.Field]:

@@ -59,6 +59,11 @@ def list_name(location: str) -> str:
 
 class OptOut(DocumentStage[OptOutParams]):
     name = "optout"
+    about = ("drops documents whose repository or owner asked to be left out "
+             "(The Stack's opt-out list)")
+    # ~7,500 MB/s measured on 3,000 stdlib files against a 100k-entry list (2026-12-01),
+    # charged at 1,000 like the other set look-ups.
+    rate_mb_s = (1000.0, 1000.0)
     Params = OptOutParams
 
     def setup(self) -> None:

@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..filters.quality import code_rules
-from ..filters.quality.file_classes import file_class
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
 
@@ -54,62 +53,29 @@ class _Strict(BaseModel):
 # --- code -----------------------------------------------------------------------------
 
 
-class CodeRuleOverrides(_Strict):
-    """Code thresholds; a key left out keeps the preset's value, null turns the rule off."""
+def _overrides_fields() -> dict[str, Any]:
+    """One optional field per parameter of the code rules (filters/quality/code_rules.py):
+    the rule classes declare them, the manifest's keys follow."""
+    return {name: (kind | None, Field(None, description=code_rules.parameter_doc(name)))
+            for name, (_, kind) in code_rules.PARAMETERS.items()}
 
-    min_chars: int | None = None
-    """Fewest characters (StarCoder: 50 for JSON and YAML)."""
-    max_chars: int | None = None
-    """Most characters (StarCoder: 5000 for JSON and YAML)."""
-    max_lines: int | None = None
-    """Most lines (StarCoder2: 100000)."""
-    max_line_length: int | None = None
-    """Longest line allowed (The Stack: 1000)."""
-    mean_line_length: float | None = None
-    """Highest mean line length (The Stack: 100)."""
-    min_alpha_fraction: float | None = None
-    """Least share of alphabetic characters (StarCoder: 0.25)."""
-    alpha_counts_digits: bool | None = None
-    """Count digits as letters for the fraction above (The Stack v1; assembly)."""
-    xml_header_chars: int | None = None
-    """Drop files with `<?xml version=` in their first this many characters (100)."""
-    html_min_text_chars: int | None = None
-    """HTML: least visible text, in characters (StarCoder: 100)."""
-    html_min_text_fraction: float | None = None
-    """HTML: least visible text as a share of the file (StarCoder: 0.2)."""
-    autogen_markers: list[str] | None = None
-    """Lower-case markers of generated files, looked for in the first lines."""
-    autogen_lines: int | None = None
-    """How many first lines are searched for the markers (5)."""
-    autogen_paths: list[str] | None = None
-    """File-name patterns only generators write (`*_pb2.py`, `*.pb.go`, ...)."""
-    encoded_max_match: int | None = None
-    """Longest base64/hex/\\u-escape run allowed, in characters (StarCoder2: 1024)."""
-    encoded_max_fraction: float | None = None
-    """Highest share of characters inside encoded runs (StarCoder2: 0.5)."""
-    vendored: bool | None = None
-    """Remove vendored files (go-enry IsVendor, or the source's `vendor` column;
-    starcoder2: on)."""
-    generated: bool | None = None
-    """Remove generated files (go-enry IsGenerated, or the source's `generated` column;
-    starcoder2: on)."""
-    documentation: bool | None = None
-    """Remove documentation files (go-enry IsDocumentation: docs/, README, ...)."""
-    dotfile: bool | None = None
-    """Remove dot files (go-enry IsDotFile: `.eslintrc`, files under `.github/`, ...)."""
-    configuration: bool | None = None
-    """Remove configuration files (go-enry IsConfiguration: package.json, *.ini, ...)."""
-    test: bool | None = None
-    """Remove test files (go-enry IsTest: test/, *_test.go, *Test.java, ...)."""
 
+class _CodeRuleOverridesBase(_Strict):
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
+
+
+# The fields come from the rule classes, so the overrides cannot drift from the rules.
+CodeRuleOverrides = create_model(
+    "CodeRuleOverrides", __base__=_CodeRuleOverridesBase,
+    __doc__="Code rule parameters; a key left out keeps the preset's value, null turns "
+            "the rule off.", **_overrides_fields())
 
 
 class CodeQualityParams(CodeRuleOverrides):
     preset: Literal["starcoder2", "starcoder", "the-stack", "none"] = "starcoder2"
     """Where defaults and per-language exemptions come from (see filters/quality/code_rules.py)."""
-    languages: dict[str, CodeRuleOverrides] = {}
+    languages: dict[str, CodeRuleOverrides] = {}  # pyright: ignore[reportInvalidTypeForm]  # a created model
     """Per programming language overrides, applied last."""
 
     def changes(self) -> dict[str, Any]:
@@ -117,25 +83,16 @@ class CodeQualityParams(CodeRuleOverrides):
 
 
 class CodeThresholdTable:
-    """Resolved thresholds per language, computed once per language."""
+    """Resolved rules per language, computed once per language."""
 
     def __init__(self, params: CodeQualityParams) -> None:
         preset = code_rules.CODE_PRESETS[params.preset]
         self._base = preset.default.updated(params.changes())
         self._preset_langs = {k.lower(): v for k, v in preset.languages.items()}
         self._manifest_langs = {k.lower(): v.changes() for k, v in params.languages.items()}
-        self._resolved: dict[str, code_rules.CodeThresholds] = {}
-        self._no_autogen: dict[str, code_rules.CodeThresholds] = {}
+        self._resolved: dict[str, code_rules.CodeRules] = {}
 
-    def without_autogen(self, lang: str | None) -> code_rules.CodeThresholds:
-        """`get(lang)` with the generated-file rule off (the input says already)."""
-        key = (lang or "").lower()
-        if key not in self._no_autogen:
-            self._no_autogen[key] = self.get(lang).updated({"autogen_markers": None,
-                                                            "autogen_paths": None})
-        return self._no_autogen[key]
-
-    def get(self, lang: str | None) -> code_rules.CodeThresholds:
+    def get(self, lang: str | None) -> code_rules.CodeRules:
         key = (lang or "").lower()
         if key not in self._resolved:
             value = self._base.updated(self._preset_langs.get(key, {}))
@@ -309,6 +266,10 @@ _TEXT_COLUMNS = [pa.field("q_words", pa.int64()), pa.field("q_mean_word_len", pa
 
 class Quality(DocumentStage[QualityParams]):
     name = "quality"
+    about = (
+        "heuristic quality rules (The Stack / StarCoder for code; Gopher, "
+        "C4, FineWeb for text)")
+    rate_mb_s = (35.0, 0.8)  # MB/s per core (code, text); docs/benchmarks.md
     Params = QualityParams
 
     def cache_key(self) -> str:
@@ -414,23 +375,14 @@ class Quality(DocumentStage[QualityParams]):
         paths = docs.column("path").take(take).to_pylist()
         generated = _flags(docs, "generated", take)
         vendor = _flags(docs, "vendor", take)
-        # Where the dataset says whether a file is generated (The Stack v2's is_generated,
-        # go-enry's verdict), that stands: the marker rule is not run again.
-        thresholds = [table.get(lang) if known is None else table.without_autogen(lang)
-                      for lang, known in zip(langs, generated, strict=True)]
-        found, metrics = code_rules.evaluate(texts, thresholds, paths)
-        # go-enry's file classes come first: a vendored file is reported as vendored,
-        # whatever its lines (filters/quality/file_classes.py).
-        classes = [t.file_classes() for t in thresholds]
-        strings: list[str] = texts.to_pylist() if any(classes) else []
-        for j, enabled in enumerate(classes):
-            if not enabled:
-                continue
-            known = {"generated": generated[j], "vendored": vendor[j]}
-            hit = file_class(paths[j], strings[j], enabled, known)
-            if hit:
-                found[j] = hit[0]
-                details[rows[j]] = hit[1]
+        # Where the dataset says whether a file is generated or vendored (The Stack v2's
+        # is_generated / is_vendor, go-enry's verdicts), that stands: go-enry is not
+        # asked again, and the marker rule does not run.
+        known = [{"generated": g, "vendored": v} for g, v in zip(generated, vendor, strict=True)]
+        found, why, metrics = code_rules.evaluate(texts, [table.get(lang) for lang in langs],
+                                                  paths, known)
+        for j, i in enumerate(rows):
+            details[i] = why[j]
         names = {"q_lines": "lines", "q_max_line": "max_line_length",
                  "q_mean_line": "mean_line_length", "q_alpha_frac": "alpha_fraction",
                  "q_encoded_frac": "encoded_fraction"}

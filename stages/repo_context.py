@@ -51,6 +51,7 @@ from .base import (
     Task,
     in_scope,
 )
+from .hooks import StatsEntry
 
 DOCS_SCHEMA = pa.schema([("shard", pa.string()), ("host_id", pa.string()), ("id", pa.string()),
                          ("text", pa.large_string()), ("lang", pa.string()),
@@ -270,6 +271,18 @@ class RepoContext(GlobalStage[RepoContextParams]):
         return ["not in a repository document (no repo, or out of scope)"]
 
     name = "repo_context"
+    about = (
+        "joins each repository's kept files into repository "
+        "documents (dependency order, StarCoder2 format)")
+    rate_mb_s = (20.0, 20.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
+        return [] if entry is None else [
+            "repo_context joined each repository's files into repository documents: "
+            "such a document counts once as kept, and each file it absorbed besides "
+            "its first is listed as removed `repo_context:merged` (its `repo_files` "
+            "column names every file it holds)."]
     Params = RepoContextParams
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:

@@ -17,7 +17,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from lemur_data.pipeline.budget import _prefix_for, possible_keys, unit_order
+from lemur_data.pipeline.budget import _prefix_for, possible_keys
+from lemur_data.pipeline.sample import unit_order
 from lemur_data.stages.readers.common import InputUnit
 from tests.realdata import STDLIB, perturbed_prose, write_jsonl
 from tests.runs import NONDETERMINISTIC, run_build

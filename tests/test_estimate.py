@@ -9,7 +9,7 @@ import pytest
 
 from lemur_data.pipeline.estimate import AVG_DOC_BYTES, PARQUET_RATIO, estimate
 from lemur_data.pipeline.manifest import Manifest, parse_manifest
-from lemur_data.stages.registry import STAGE_INFO
+from lemur_data.stages.registry import stage_hooks
 
 # The Stack's notebooks are a few GB beside 50 GB of Python (lemur-90b.yaml's layout)
 SIZES = {"stack-jupyter": 2_000_000_000, "stack-python": 50_000_000_000,
@@ -25,7 +25,7 @@ def manifest(stages: list[dict[str, Any]]) -> Manifest:
 
 
 def hours(size: int, stage: str, kind: str) -> float:
-    rate = STAGE_INFO[stage].rate_mb_s[0 if kind == "code" else 1]
+    rate = stage_hooks(stage).rate_mb_s[0 if kind == "code" else 1]
     return size / 1e6 / rate / 3600
 
 

@@ -21,7 +21,7 @@ from lemur_data.pipeline.build import build
 from lemur_data.pipeline.cli import main
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.pipeline.planner import plan_run
-from lemur_data.stages.incremental.index import EarlierRunError
+from lemur_data.stages.dedup_index.format import IndexedRunError
 from tests.fixtures import cpython39_stdlib, debian_python_stdlib_tree
 from tests.runs import digest
 
@@ -171,7 +171,7 @@ def _interrupt(resumed: Path, phase: str, written: str) -> None:
     for marker in done[len(done) // 2:]:
         marker.unlink()
     (work / written).unlink()
-    (work / written).with_name(".tmp-dead-" + (work / written).name).write_bytes(b"x")
+    (work / written).with_name(f".tmp-{'d' * 32}-" + (work / written).name).write_bytes(b"x")
     for later in phases[phases.index(phase) + 1:]:
         shutil.rmtree(markers / later, ignore_errors=True)
     shutil.rmtree(work / "decisions")
@@ -216,7 +216,7 @@ def test_run_without_verify_gets_its_shingle_sets_from_its_text(runs, corpus,
     ({"bands": 16, "rows": 16}, "'bands'")])
 def test_other_minhash_parameters_are_refused_by_name(runs, corpus, change, named) -> None:
     raw = manifest(corpus, ["debian"], against=[str(runs["a"])], **change)
-    with pytest.raises(EarlierRunError, match=named):
+    with pytest.raises(IndexedRunError, match=named):
         plan_run(parse_manifest(raw, "test"), "/nonexistent/run")
 
 
@@ -224,16 +224,16 @@ def test_other_exact_normalization_another_format_or_no_index_are_refused(
         runs, corpus, tmp_path: Path) -> None:
     raw = manifest(corpus, ["debian"], against=[str(runs["a"])])
     raw["stages"][0]["exact_dedup"]["normalize"] = "whitespace"
-    with pytest.raises(EarlierRunError, match="'normalize'"):
+    with pytest.raises(IndexedRunError, match="'normalize'"):
         plan_run(parse_manifest(raw, "test"), "/nonexistent/run")
     old = tmp_path / "old"
     shutil.copytree(runs["a"], old)
     index = old / "index" / "index.json"
     index.write_text(index.read_text().replace('"format": 1', '"format": 0'))
-    with pytest.raises(EarlierRunError, match="format 0"):
+    with pytest.raises(IndexedRunError, match="format 0"):
         plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
     shutil.rmtree(old / "index")
-    with pytest.raises(EarlierRunError, match="lemur-data index --run-dir"):
+    with pytest.raises(IndexedRunError, match="lemur-data index --run-dir"):
         plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
 
 
@@ -275,7 +275,7 @@ def test_other_partition_counts_read_the_matching_partitions(runs, corpus,
 def test_verification_reads_only_the_row_groups_of_candidates(runs, tmp_path: Path) -> None:
     """Earlier shingle sets are read by row group: for a few candidate keys, only the
     groups whose key range holds them (write_keyed: 256 sets per group)."""
-    from lemur_data.stages.incremental.index import groups_holding, read_keyed, write_keyed
+    from lemur_data.stages.dedup_index.format import groups_holding, read_keyed, write_keyed
 
     real = pq.read_table(runs["a"] / "index" / "minhash" / "shingles" / "part-0000.parquet")
     sets = real.column("hashes").to_pylist()

@@ -393,3 +393,16 @@ def test_code_language_on_a_second_set_of_packages() -> None:
     for language, count in total.items():
         if count >= 20:  # Octave's `.m` files: 74% MATLAB, the rest M (MUMPS) and others
             assert right[language] / count >= 0.7, (language, right[language], count)
+
+
+def test_keep_names_resolve_to_linguists_and_unknown_names_fail(tmp_path: Path) -> None:
+    from lemur_data.pipeline.manifest import ManifestError, parse_manifest
+
+    code = LangIdParams.model_validate(
+        {"code": {"keep": ["python", "c++", "CUDA", "Jupyter Notebook"]}}).code
+    assert code is not None and code.keep == ["Python", "C++", "Cuda", "Jupyter Notebook"]
+    base = {"name": "k", "sources": [{"name": "s", "kind": "code", "lang": "Python",
+                                      "reader": {"type": "files", "paths": [str(tmp_path)]}}]}
+    with pytest.raises(ManifestError, match=r"stages\[0\]\.langid\.code\.keep.*pyhton"):
+        parse_manifest({**base, "stages": [{"langid": {"code": {"keep": ["pyhton"]}}}]},
+                       base_dir=tmp_path)

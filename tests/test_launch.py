@@ -403,6 +403,63 @@ def test_data_check_messages(built_run: tuple[dict, Path], tmp_path: Path) -> No
     assert check.status == "fail" and "IndexedDataset cannot read" in check.message
 
 
+def _megatron_dataset(prefix: Path, documents: int) -> None:
+    """A dataset of `documents` documents, written by megatron-core's own builder."""
+    import numpy as np
+    import torch
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+
+    builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
+    for number in range(documents):
+        builder.add_item(torch.tensor([5 + number % 7] * 20 + [2], dtype=torch.int64))
+        builder.end_document()
+    builder.finalize(f"{prefix}.idx")
+
+
+def test_a_split_leaving_a_prefix_without_valid_documents_is_refused(
+        built_run: tuple[dict, Path], tmp_path: Path) -> None:
+    """Issue 32: with split 98,1,1 a 14-document prefix gets no valid or test document,
+    and megatron-core then loops for ever in GPTDataset._get_num_epochs."""
+    from megatron.core.datasets.blended_megatron_dataset_config import (
+        convert_split_vector_to_split_matrix,
+        parse_and_normalize_split,
+    )
+
+    raw, run = built_run
+    copy = _copy_run(run, tmp_path / "copy")
+    args = copy / "megatron" / "data_args.txt"
+    small, large = copy / "megatron" / "small", copy / "megatron" / "large"
+    _megatron_dataset(small, 14)
+    _megatron_dataset(large, 1000)
+    args.write_text(f"1 {small}\n1 {large}\n")
+    # megatron-core's bookends, as its builder rounds them: the small one's valid part
+    matrix = convert_split_vector_to_split_matrix(parse_and_normalize_split("98,1,1"))
+    assert round(matrix[1][0] * 14) == round(matrix[1][1] * 14)  # is empty
+    assert round(matrix[1][0] * 1000) < round(matrix[1][1] * 1000)  # the large one's is not
+
+    def data_check(split: str):
+        manifest = parse_manifest({**raw, "train": {**raw["train"], "split": split}},
+                                  base_dir=run.parent)
+        return check_data(prepare(manifest, str(copy)).plan)[0]
+
+    refused = data_check("98,1,1")
+    assert refused.status == "fail", refused.message
+    assert f"{small} (small) has 14 documents" in refused.message
+    assert "valid and test part(s) empty" in refused.message
+    assert str(large) not in refused.message
+    assert data_check("100,0,0").status == "ok"
+    assert data_check("50,50,0").status == "ok"  # 7 valid documents
+    dry = _cli("launch", "--manifest", str(_written(raw, tmp_path, "98,1,1")), "--run-dir",
+               str(copy), "--dry-run")
+    assert dry.returncode == 0 and "[FAIL] data:" in dry.stderr, dry.stderr
+
+
+def _written(raw: dict, folder: Path, split: str) -> Path:
+    path = folder / "m.yaml"
+    path.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "split": split}}))
+    return path
+
+
 def test_vocab_mismatch(tmp_path: Path) -> None:
     # mistral_common's v3 SentencePiece model has 32768 tokens; Llama-2's embedding 32000.
     files = stage_tokenizer(TokenizerConfig(

@@ -44,6 +44,151 @@ def test_every_package_folder_is_installed() -> None:
     assert found == listed
 
 
+# Names the runner may use although they name a stage: the implicit stages are steps of
+# the run's shape the planner itself adds (ingest reads the sources, tokenize and mix end
+# the run), so pipeline/ composes them by name; the stages a manifest may list are never
+# named there. And words that are a stage's name but mean something else where they are
+# used (file, word): the report's HTML id of its licence table. A filter module imported
+# from filters/ (pure functions: ingest's code-language detector in filters/langid/, the
+# redaction of published examples in filters/pii.py) is not the stage of that name.
+IMPLICIT = {"ingest", "tokenize", "mix"}
+NOT_A_STAGE = {("publish/report.py", "licenses")}
+
+
+def _names_and_strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every identifier, attribute, import and string literal but
+    docstrings and prose (comments are not in the tree). A string with a space is prose
+    (help text, a message), which may mention a stage; a per-stage branch compares or
+    builds a name, a key or a path, which has none."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute):
+            out.append((node.lineno, node.attr))
+        elif isinstance(node, ast.arg):
+            out.append((node.lineno, node.arg))
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").removeprefix("lemur_data.").startswith("filters."):
+                continue  # a filter's module, not its stage
+            out += [(node.lineno, node.module or "")] + [(node.lineno, a.name)
+                                                         for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings and not any(c.isspace() for c in node.value):
+            out.append((node.lineno, node.value))
+    return out
+
+
+def test_pipeline_names_no_stage() -> None:
+    """The runner and the publisher call the stages' hooks (stages/hooks.py); a stage a
+    manifest may list is never named in pipeline/: not in code, not as a key, name or
+    path."""
+    import re
+
+    from lemur_data.stages.registry import STAGE_INFO, STAGES
+
+    listed = set(STAGES)
+    assert listed and set(STAGE_INFO) - listed == IMPLICIT
+    word = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(listed)) + r")(?![A-Za-z0-9_])")
+    found = []
+    for path in sorted((REPO / "pipeline").rglob("*.py")):
+        where = str(path.relative_to(REPO / "pipeline"))
+        for line, text in _names_and_strings(path):
+            for name in word.findall(text):
+                if (where, name) not in NOT_A_STAGE:
+                    found.append(f"pipeline/{where}:{line}: {name} in {text[:60]!r}")
+    assert found == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import that runs, at the top or inside a function (function-local imports
+    count: they only defer a cycle); `if TYPE_CHECKING:` blocks never run."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for inner in node.orelse:
+                visit(inner)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _graph() -> dict[str, list[tuple[str, str]]]:
+    """module -> [(imported module, imported name)] inside pipeline/, stages/, filters/
+    (names relative to the repo: `stages.minhash.buckets`)."""
+    paths = {_module_name(p): p for top in ("pipeline", "stages", "filters")
+             for p in (REPO / top).rglob("*.py")}
+    graph: dict[str, list[tuple[str, str]]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = []
+        for node in _runtime_imports(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [(a.name.removeprefix("lemur_data."), "") for a in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = (node.module or "").removeprefix("lemur_data.")
+                targets = []
+                for alias in node.names:
+                    submodule = f"{source}.{alias.name}"
+                    targets.append((submodule, "") if submodule in paths
+                                   else (source, alias.name))
+            edges += [(t, name) for t, name in targets if t in paths]
+        graph[module] = edges
+    return graph
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    """A `_name` is its module's own business: another package never imports it."""
+    graph = _graph()
+    assert len(graph) > 100
+    wrong = [f"{module} imports {name} from {target}" for module, edges in graph.items()
+             for target, name in edges if name.startswith("_") and not name.startswith("__")
+             and target.rpartition(".")[0] != module.rpartition(".")[0]]
+    assert wrong == []
+
+
+def test_the_module_graph_has_no_cycle() -> None:
+    """No import cycles, function-local imports included (they only hide one)."""
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = _graph()
+    sorter = TopologicalSorter({m: {t for t, _ in edges if t != m}
+                                for m, edges in graph.items()})
+    try:
+        sorter.prepare()
+    except CycleError as error:
+        pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
+
+
 def test_type_checker_suppressions_name_a_rule_and_a_reason() -> None:
     """`# type: ignore` / `# pyright: ignore` in the type-checked packages names the rule
     and says why on the same line (`...ignore[reportX]  # why`)."""

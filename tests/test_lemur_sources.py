@@ -173,3 +173,20 @@ def test_the_card_says_what_a_source_filter_took() -> None:
     assert "where `meta.redpajama_set_name` in `['RedPajamaArXiv']`" in row
     assert "where" not in next(line for line in table.splitlines()
                                if line.startswith("| refinedweb "))
+
+
+def test_where_on_hf_dataset_and_jsonl_take_the_same_part(tmp_path: Path) -> None:
+    parts = slimpajama(tmp_path)
+    files = sorted(str(p) for p in tmp_path.rglob("*.jsonl.zst"))
+    where = {"field": "meta.redpajama_set_name", "in": ["RedPajamaWikipedia"]}
+    texts = {}
+    for reader in ({"type": "jsonl", "paths": files, "where": where},
+                   {"type": "hf_dataset", "path": "json", "data_files": files, "where": where}):
+        manifest = parse_manifest({"name": "t", "sources": [
+            {"name": "wiki", "kind": "text", "reader": reader}]}, "m", tmp_path)
+        spec = manifest.sources[0]
+        table = pa.concat_tables(read_unit(spec.reader, spec.info(), u)
+                                 for u in plan_units(spec.reader, spec.info(), 1000, 2**30))
+        texts[reader["type"]] = sorted(table.column("text").to_pylist())
+    assert texts["jsonl"] == texts["hf_dataset"]
+    assert len(texts["jsonl"]) == parts["RedPajamaWikipedia"] > 0

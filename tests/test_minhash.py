@@ -302,7 +302,8 @@ def _interrupt(run: Path, phase: str) -> None:
     if phase == "verify_check":
         for path in sorted((run / "work" / "02-minhash" / "edges").glob("*"))[1:]:
             path.unlink()
-    (run / "work" / "02-minhash" / "edges" / ".tmp-deadbeef-part-0000.parquet").write_bytes(b"x")
+    (run / "work" / "02-minhash" / "edges" / f".tmp-{'d' * 32}-part-0000.parquet").write_bytes(
+        b"x")  # a temporary as write_bytes_atomic names one
     for later in phases[phases.index(phase) + 1:]:
         shutil.rmtree(markers / later, ignore_errors=True)
     shutil.rmtree(run / "work" / "02-minhash" / "decisions")

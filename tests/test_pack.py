@@ -226,7 +226,7 @@ def test_same_bytes_with_one_worker_and_after_resume(separate: BuildResult,
     # half-written shard gone, the index never written
     label = next(s.label for s in one.plan.steps if s.label.endswith("-mix"))
     shutil.rmtree(run_dir / "markers" / label / "pack")
-    shutil.rmtree(run_dir / "markers" / label / "index")
+    shutil.rmtree(run_dir / "markers" / label / "data_args")
     (run_dir / "markers" / label / "split" / f"{sorted(one.plan.output_shards)[0]}.json").unlink()
     shutil.rmtree(run_dir / "work" / label / "split" / sorted(one.plan.output_shards)[0])
     first_bin = sorted((run_dir / "megatron").glob("*.bin"))[0]

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from lemur_data.stages.base import DocumentStage, GlobalStage
-from lemur_data.stages.registry import STAGE_INFO, STAGES, stage_class
+from lemur_data.stages.hooks import StageHooks
+from lemur_data.stages.registry import STAGE_INFO, STAGES, is_global, stage_class, stage_hooks
 
 
 def test_every_name_resolves_to_the_stage_of_that_name() -> None:
@@ -21,18 +22,14 @@ def test_every_name_resolves_to_the_stage_of_that_name() -> None:
         assert stage_class(name) is cls
 
 
-def test_every_stage_with_a_class_has_its_facts_in_the_registry() -> None:
-    """Implicit stages (tokenize, mix) resolve too; `is_global` matches the class."""
-    from importlib import import_module
-
-    for name, info in STAGE_INFO.items():
-        assert info.about and all(rate > 0 for rate in info.rate_mb_s)
-        if info.path is None:
-            continue
-        module, _, attr = info.path.partition(":")
-        cls = getattr(import_module(f"lemur_data.stages.{module}"), attr)
-        assert cls.name == name
-        assert issubclass(cls, GlobalStage) == info.is_global
+def test_every_stage_declares_its_card_line_and_rate() -> None:
+    """Implicit stages (ingest, tokenize, mix) resolve too, to a class with its hooks."""
+    for name in STAGE_INFO:
+        cls = stage_hooks(name)
+        assert cls.name == name and issubclass(cls, StageHooks)
+        assert cls.about and all(rate > 0 for rate in cls.rate_mb_s), name
+        assert is_global(name) == issubclass(cls, GlobalStage)
+    assert is_global("minhash") and not is_global("syntax") and not is_global("ingest")
 
 
 def test_unknown_stage_names_the_known_ones() -> None:

@@ -208,3 +208,26 @@ def test_the_documented_configuration_reads_a_card_layout_copy(
     assert table.column("reason").to_pylist() == [None, None, None, "blob_missing",
                                                   "blob_corrupt", None]
     assert table.column("text").to_pylist()[0] == rows[0].text
+
+
+def test_an_unreachable_bucket_fails_naming_the_file(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a quarantine: a network error must not decide what the output holds."""
+    import socket
+
+    from lemur_data.stages.readers.common import ReaderError
+
+    for key, value in TEST_CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = dataset(tmp_path, corpus()[:3])
+    params = StackV2Params.model_validate({
+        "type": "stack_v2", "paths": [str(root / "data" / "Python" / "*.parquet")],
+        "endpoint_url": f"http://127.0.0.1:{port}", "retries": 1})
+    source = SourceInfo("s", "code")
+    (unit,) = plan_units(params, source, 100, 2**30)
+    with pytest.raises(ReaderError, match=r"train-00000-of-00001.parquet: fetching blobs from "
+                                          r"s3://softwareheritage/content/ failed"):
+        read_unit(params, source, unit)

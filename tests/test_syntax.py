@@ -601,3 +601,23 @@ def test_flow_typed_javascript_is_read_with_the_typescript_grammar() -> None:
     for data in flow[::10]:
         cut = data[: len(data) // 2] + b"\n{(\n"
         assert rejected(checker.check_file(cut))
+
+
+def test_bootstrap_3_css_with_legacy_hacks_is_kept() -> None:
+    """Bootstrap 3.4's CSS (Debian's libjs-bootstrap) carries IE hacks browsers skip:
+    `*zoom: 1`, `filter: progid:DXImageTransform...`, `width: auto\\9`. tree-sitter-css
+    invents tokens there, so the grammar's verdict does not reject CSS (browsers recover
+    from any bad declaration); brackets still do, and a bracket dropped from the same
+    file is caught."""
+    css = fixture("libjs-bootstrap") / "usr/share/javascript/bootstrap/css"
+    files = sorted(css.glob("*.css"))
+    assert len(files) == 4 and any(b"progid:" in p.read_bytes() for p in files)
+    texts = [p.read_text() for p in files]
+    docs = documents_table([_doc(i, t, "CSS") for i, t in enumerate(texts)])
+    stage = Syntax(SyntaxParams())
+    stage.setup()
+    result = stage.apply(docs, CTX)
+    assert result.reasons.to_pylist() == [None] * 4
+    assert min(result.table.column("syntax_missing_nodes").to_pylist()) >= 1  # the hacks
+    damaged = documents_table([_doc(0, texts[2].replace("}", "", 1), "CSS")])
+    assert stage.apply(damaged, CTX).reasons.to_pylist() == ["unbalanced"]

@@ -20,8 +20,8 @@ from lemur_data.filters.minhash import shingles as sh
 from lemur_data.pipeline import executor
 from lemur_data.stages import storage
 from lemur_data.stages.base import Phase, Task
-from lemur_data.stages.minhash.buckets import write_pairs
 from lemur_data.stages.minhash.hashing import doc_partition
+from lemur_data.stages.minhash.pairs import write_pairs
 from lemur_data.stages.minhash.signatures import SHINGLE_SCHEMA
 from lemur_data.stages.minhash.verify import CheckPairs, ShipSets, jaccard_sorted
 

@@ -123,8 +123,9 @@ def language_by_name(name: str) -> str | None:
     if not name or any(c in name for c in ":\n\r\0"):
         return None
     enry = _enry()
-    if enry.get_language_type(name) != "unknown":  # already linguist's name
-        return name
+    for spelled in (name, name.upper(), name.title(), name.capitalize()):  # c++ -> C++
+        if enry.get_language_type(spelled) != "unknown":  # linguist's own name
+            return spelled
     found: str = enry.get_language_by_vim_modeline(
         f"vim: set filetype={name}:\n".encode()).language
     return found or None

@@ -173,9 +173,12 @@ def check_data(plan: LaunchPlan) -> list[Check]:
             problems.append("missing " + " and ".join(missing))
             continue
         try:
-            tokens += read_index(prefix)[1]
+            sequences, prefix_tokens = read_index(prefix)
         except (ValueError, struct.error) as error:
             problems.append(f"unreadable {prefix}.idx: {error}")
+            continue
+        tokens += prefix_tokens
+        problems += split_problems(prefix, sequences, plan.train.split)
     if problems:
         return [Check("data", "fail", f"{len(problems)} of {len(pairs)} datasets in {path}: "
                       + "; ".join(problems))]
@@ -183,6 +186,46 @@ def check_data(plan: LaunchPlan) -> list[Check]:
     return [Check("data", "ok", f"{len(pairs)} datasets, {tokens:,} tokens in {path} "
                   f"(training reads them {epochs:.2f} times)"),
             check_indexed_datasets([p for _, p in pairs])]
+
+
+SPLIT_PARTS = ("train", "valid", "test")
+
+
+def split_ranges(split: str, count: int) -> list[tuple[int, int] | None]:
+    """[begin, end) of each of train, valid, test for a dataset of `count` sequences, None
+    for a part with no share: megatron-core's own arithmetic (GPTDataset splits by
+    sequence: BlendedMegatronDatasetBuilder._build_megatron_dataset_splits), from
+    megatron-core itself when it is installed."""
+    try:
+        from megatron.core.datasets.blended_megatron_dataset_config import (
+            convert_split_vector_to_split_matrix,
+            parse_and_normalize_split,
+        )
+        matrix = convert_split_vector_to_split_matrix(parse_and_normalize_split(split))
+    except ImportError:  # the same rules, written out
+        shares = [float(s) for s in split.split(",")] + [0.0] * 3
+        total = sum(shares[:3])
+        edges = [0.0]
+        for share in shares[:3]:
+            edges.append(edges[-1] + share / total)
+        matrix = [(a, b) if b > a else None for a, b in zip(edges, edges[1:], strict=False)]
+    return [None if part is None else
+            (int(round(part[0] * float(count))), int(round(part[1] * float(count))))
+            for part in matrix]
+
+
+def split_problems(prefix: str, count: int, split: str) -> list[str]:
+    """A part that has a share of the split but no sequence of this dataset: megatron-core
+    builds it anyway and then loops for ever (GPTDataset._get_num_epochs never reaches
+    its sample count with 0 tokens)."""
+    empty = [name for name, part in zip(SPLIT_PARTS, split_ranges(split, count), strict=True)
+             if part is not None and part[1] <= part[0]]
+    if not empty:
+        return []
+    return [f"{prefix} ({os.path.basename(prefix)}) has {count:,} documents: train.split "
+            f"{split!r} leaves its {' and '.join(empty)} part(s) empty, on which megatron-core "
+            "would loop for ever; give the split's valid and test parts 0, larger shares, "
+            "or this dataset more documents"]
 
 
 def check_indexed_datasets(prefixes: list[str]) -> Check:

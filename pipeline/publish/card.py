@@ -17,7 +17,8 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from ...stages import storage
 from ...stages.base import sources_in_scope
-from ...stages.registry import STAGE_INFO
+from ...stages.hooks import StageHooks, markdown_table
+from ...stages.registry import STAGE_INFO, listed_hooks, stage_hooks
 
 Include = Literal["none", "parquet", "megatron"]
 
@@ -72,9 +73,9 @@ def card_data(stats: dict[str, Any], include: Include = "parquet") -> DatasetCar
     if include == "parquet":
         configs = [{"config_name": "default",
                     "data_files": [{"split": "train", "path": "data/*.parquet"}]}]
-    licenses = hub_licenses((stats.get("profile") or {}).get("by_license") or {"unknown": 1})
+    hub_ids = hub_licenses((stats.get("profile") or {}).get("by_license") or {"unknown": 1})
     return DatasetCardData(
-        license=licenses[0] if len(licenses) == 1 else licenses,
+        license=hub_ids[0] if len(hub_ids) == 1 else hub_ids,
         language=hub_languages(stats) or None,
         task_categories=["text-generation"],
         task_ids=["language-modeling"],
@@ -83,21 +84,6 @@ def card_data(stats: dict[str, Any], include: Include = "parquet") -> DatasetCar
         tags=tags,
         configs=configs,
     )
-
-
-def _md_table(headers: list[str], rows: list[list[Any]]) -> str:
-    def cell(v: Any) -> str:
-        if isinstance(v, bool) or v is None:
-            return str(v)
-        if isinstance(v, int):
-            return f"{v:,}"
-        if isinstance(v, float):
-            return f"{v:,.6g}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
@@ -119,8 +105,8 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                      first.get(name, {}).get("in", {}).get("docs", 0),
                      out.get(name, {}).get("docs", 0), out.get(name, {}).get("bytes", 0),
                      tokens.get(name, "-")])
-    table = _md_table(["source", "kind", "reader", "from", "language", "declared license",
-                       "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
+    table = markdown_table(["source", "kind", "reader", "from", "language", "declared license",
+                            "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
     detector = stats.get("code_language_detector")
     if detector:  # "detected": by this detector, in linguist's names
         table += (f"\n\nCode language where a source states none: {detector}, in "
@@ -129,16 +115,10 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
 
 
 def _unknown_code(stats: dict[str, Any]) -> str:
-    """How many code files the detector could not place, and what became of them."""
-    langid = next((s for s in stats.get("stages") or [] if s.get("name") == "langid"), None)
-    code = (langid or {}).get("params", {}).get("code")
-    if not langid or not code:
-        return ""
-    if code.get("unknown", "drop") == "drop":
-        removed = langid.get("removed_by_reason", {}).get("langid:unknown_language", {})
-        return f" Files it could not place: {removed.get('docs', 0):,}, removed."
-    kept = langid.get("by_lang", {}).get("unknown", {}).get("kept", {})
-    return f" Files it could not place: {kept.get('docs', 0):,}, kept with no language."
+    """What the stages add to the code-language note (the files a detector could not
+    place, and what became of them)."""
+    return "".join(hooks.card_sources(stage) for stage in stats.get("stages") or []
+                   if (hooks := _hooks(stage["name"])) is not None)
 
 
 def _read(stats: dict[str, Any]) -> str:
@@ -151,7 +131,7 @@ def _read(stats: dict[str, Any]) -> str:
     return ("Only what the mixture uses was read (`mixture.read: needed`, "
             f"{read['rounds']} round(s)): a seeded prefix of each source's input units. "
             "Documents in units not read were never seen, so they are not counted as "
-            "removed.\n\n" + _md_table(READ_HEADERS, read_rows(stats)))
+            "removed.\n\n" + markdown_table(READ_HEADERS, read_rows(stats)))
 
 
 def _scope(stage: dict[str, Any], manifest: dict[str, Any]) -> str:
@@ -168,13 +148,19 @@ def _scope(stage: dict[str, Any], manifest: dict[str, Any]) -> str:
             + "; the others passed through untouched.")
 
 
+def _hooks(name: str) -> type[StageHooks] | None:
+    """The stage's hooks; None for a name this lemur-data does not know (an old run's)."""
+    return stage_hooks(name) if name in STAGE_INFO else None
+
+
 def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     from .report import STANDARD_KEYS, flatten, scalar_text
 
     parts = []
     for number, stage in enumerate(stats.get("stages") or [], start=1):
         name = stage["name"]
-        note = STAGE_INFO[name].about if name in STAGE_INFO else ""
+        hooks = _hooks(name)
+        note = hooks.about if hooks else ""
         parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
                      f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
                      f"removed {stage['removed']['docs']:,} "
@@ -182,21 +168,32 @@ def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
-        if stage.get("against"):  # incremental curation (docs/incremental.md)
-            parts.append("Deduplicated against earlier runs: " + "; ".join(
-                f"`{a['run']}` ({a['removed']:,} documents removed)" for a in stage["against"])
-                + ".")
+        if hooks:
+            parts += hooks.card_notes(stage)
         if stage["removed_by_reason"]:
-            parts.append(_md_table(["reason", "docs", "bytes"], [
+            parts.append(markdown_table(["reason", "docs", "bytes"], [
                 [r, c["docs"], c["bytes"]] for r, c in stage["removed_by_reason"].items()]))
         # the stage's own figures (MinHash parameters, cluster sizes); breakdowns and long
         # lists stay in stats.json and the report
+        hidden = STANDARD_KEYS | set(hooks.report_hidden if hooks else ())
         extra = [(k, v) for k, v in flatten({k: v for k, v in stage.items()
-                                             if k not in STANDARD_KEYS and not k.startswith("by_")})
+                                             if k not in hidden and not k.startswith("by_")})
                  if not isinstance(v, list) and k.count(".") <= 1]
         if extra:
-            parts.append(_md_table(["figure", "value"], [[k, scalar_text(v)] for k, v in extra]))
+            parts.append(markdown_table(["figure", "value"],
+                                        [[k, scalar_text(v)] for k, v in extra]))
     return "\n\n".join(parts)
+
+
+def _chapters(stats: dict[str, Any]) -> list[str]:
+    """The chapters stages add after `Processing` (a contamination report, ...)."""
+    out = []
+    for stage in stats.get("stages") or []:
+        hooks = _hooks(stage["name"])
+        chapter = hooks.card_chapter(stage) if hooks else None
+        if chapter:
+            out += [f"## {chapter[0]}", chapter[1]]
+    return out
 
 
 def _encoder_text(stats: dict[str, Any]) -> str:
@@ -221,7 +218,7 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
                      + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
                      + _encoder_text(stats))
     if mix:
-        parts.append(_md_table(
+        parts.append(markdown_table(
             ["component", "weight", "target share", "realized share", "available tokens",
              "used tokens", "epochs"],
             [[c["key"], c.get("weight") if c.get("weight") is not None else "-",
@@ -242,48 +239,23 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         if shards:
             keys = [k for k in ("prefix", "component", "tokens", "sequences", "bytes")
                     if k in shards[0]]
-            parts.append(_md_table(keys, [[s.get(k) for k in keys] for s in shards]))
+            parts.append(markdown_table(keys, [[s.get(k) for k in keys] for s in shards]))
     return "\n\n".join(parts)
-
-
-def _decontamination(stats: dict[str, Any]) -> str:
-    """Which benchmarks were checked, how, and what was found (stats.json has every item)."""
-    stage = next((s for s in stats.get("stages") or [] if s["name"] == "decontaminate"), None)
-    if not stage or not stage.get("contamination"):
-        return ""
-    report = stage["contamination"]
-    rows = [[name, b["source"], b["method"], b["items_found"], b["documents_removed"]]
-            for name, b in report.items()]
-    return ("Documents holding an item of these benchmarks were removed; the documents "
-            "removed per item are in `stats.json` (`stages[].contamination`) and the "
-            "documents themselves in `removed/`.\n\n"
-            + _md_table(["benchmark", "items from", "matched as", "items found",
-                         "documents removed"], rows))
 
 
 def _limitations(stats: dict[str, Any]) -> str:
     notes = ["Filters are heuristics with stated thresholds: they remove some good documents "
              "and keep some bad ones; the removed documents and their reasons are in the run's "
              "`removed/` shards."]
-    licenses = (stats.get("profile") or {}).get("by_license") or {}
-    unknown = licenses.get("unknown", 0)
-    total = sum(licenses.values())
+    by_license = (stats.get("profile") or {}).get("by_license") or {}
+    unknown = by_license.get("unknown", 0)
+    total = sum(by_license.values())
     if unknown:
         notes.append(f"{unknown:,} of {total:,} kept documents ({unknown / total:.1%}) carry no "
                      "license; check the terms of their sources before redistributing them.")
-    names = {s["name"] for s in stats.get("stages") or []}
-    if "decontaminate" not in names:
-        notes.append("No decontamination stage ran: benchmark items may be in the data.")
-    if "pii" not in names:
-        notes.append("No PII stage ran: personal data in the sources may remain.")
-    if not names & {"minhash"}:
-        notes.append("No near-duplicate (MinHash) stage ran: only exact copies, if any, "
-                     "were removed.")
-    if "repo_context" in names:
-        notes.append("repo_context joined each repository's files into repository documents: "
-                     "such a document counts once as kept, and each file it absorbed besides "
-                     "its first is listed as removed `repo_context:merged` (its `repo_files` "
-                     "column names every file it holds).")
+    entries = {s["name"]: s for s in stats.get("stages") or []}
+    for hooks in listed_hooks():  # what each stage the run had, or lacked, leaves open
+        notes += hooks.card_limitations(entries.get(hooks.name))
     mix = stats.get("mixture") or {}
     repeated = [c["key"] for c in mix.get("components", []) if c.get("realized_epochs", 0) > 1]
     if repeated:
@@ -291,14 +263,6 @@ def _limitations(stats: dict[str, Any]) -> str:
     notes.append("Language labels come from file types (code) and language identification "
                  "(text); both err on short or mixed documents.")
     return "\n".join(f"- {n}" for n in notes)
-
-
-def sample_note(sample: dict[str, Any]) -> str:
-    """The warning a sampled run's card and report open with."""
-    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
-            else f"{sample['value']:,} documents per source")
-    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
-            "tune the manifest; its counts describe the sample, not the corpus.")
 
 
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
@@ -318,7 +282,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
                          "scores stages added)",
               "megatron": "`megatron/`: Megatron-LM `.bin`/`.idx` shards and `data_args.txt`",
               "none": "no data files: the card, statistics and report only"}[include]
-    from .report import by_count, stage_rows
+    from .report import by_count, sample_note, stage_rows
 
     body = [
         f"# {data.pretty_name}",
@@ -332,15 +296,15 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         "and `plots/`.",
         "## Sources", _sources(manifest, stats), *([_read(stats)] if stats.get("read") else []),
         "## Licenses of the kept documents",
-        _md_table(["license", "docs"],
+        markdown_table(["license", "docs"],
                   [[k, v] for k, v in by_count((stats.get("profile") or {}).get("by_license")
                                                or {})]),
         "## Processing", _stages(stats, manifest),
-        *(["## Decontamination", _decontamination(stats)] if _decontamination(stats) else []),
+        *_chapters(stats),
         "## Statistics",
-        _md_table(["stage", "in docs", "kept docs", "removed docs", "in bytes", "kept bytes",
+        markdown_table(["stage", "in docs", "kept docs", "removed docs", "in bytes", "kept bytes",
                    "removed bytes", "top reasons"], stage_rows(stats)),
-        _md_table(["language", "docs kept", "bytes kept"],
+        markdown_table(["language", "docs kept", "bytes kept"],
                   [[lang, c["docs"], c["bytes"]] for lang, c in
                    sorted(output["by_lang"].items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))]),
         *[f"![{name}](plots/{name}.png)" for name in plots],

@@ -122,14 +122,15 @@ def relative_data_args(text: str, folder: str) -> bytes:
 
 def card_for(run_dir: str, include: Include) -> bytes:
     """The card as it fits what is uploaded (configs point at data/ only if it is there)."""
+    from .plots import PLOTS
     from .report import manifest_yaml
 
     root = _local_run(run_dir)
     stats = storage.read_json(str(root / "stats.json"))
     record = storage.read_json(str(root / "manifest.json"))
     plots = sorted(p.stem for p in (root / "plots").glob("*.png"))
-    order = ["waterfall", "mixture", "tokens_by_language", "lengths", "cluster_sizes",
-             "syntax_errors"]
+    # the run's own figures in report order, then the stages' (by name)
+    order = [make.__name__ for make in PLOTS]
     plots.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
     card = render_card(stats, record["manifest"], manifest_yaml(run_dir), plots, include,
                        record.get("expansions"))

@@ -18,6 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
+from ...stages.hooks import BarChart, human
+from ...stages.registry import STAGE_INFO, stage_hooks
+
 KIND_COLORS = {"code": "#1f77b4", "text": "#ff7f0e"}
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]
@@ -31,14 +34,6 @@ class Plot:
     title: str
     caption: str
     png: bytes
-
-
-def human(n: float) -> str:
-    """1234567 -> 1.2M: short labels for axes and bars."""
-    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f}{unit}"
-    return f"{n:.0f}"
 
 
 def _png(fig: Figure) -> bytes:
@@ -213,51 +208,39 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
                 "(one document per cluster is kept).", _png(fig))
 
 
-def syntax_errors(stats: dict[str, Any]) -> Plot | None:
-    """Per language: share removed by the syntax stage, share kept despite some errors."""
-    stage = next((s for s in stats.get("stages") or [] if s["name"] == "syntax"), None)
-    if stage is None:
-        return None
-    checked = (stats.get("profile") or {}).get("syntax") or {}
-    # documents the stage parsed, per language (languages without a grammar pass unchecked)
-    parsed = ((stage.get("by_flag") or {}).get("syntax_checked") or {}).get("true")
-    rows = []
-    for lang, counts in (parsed or stage["by_lang"]).items():
-        seen = counts["kept"]["docs"] + counts["removed"]["docs"]
-        mine = checked.get(lang, {})
-        if not mine.get("checked") and not counts["removed"]["docs"]:
-            continue  # a language the stage has no grammar for
-        kept_bad = (mine["checked"] - mine.get("clean", 0)) / mine["checked"] \
-            if mine.get("checked") else 0.0
-        rows.append((lang, counts["removed"]["docs"] / seen if seen else 0.0, kept_bad, seen))
-    if not rows:
-        return None
-    rows.sort(key=lambda r: (-r[3], r[0]))
+def bar_chart(chart: BarChart) -> Plot:
+    """A stage's figure (its `figures` hook): the series side by side per category."""
     fig, (ax,) = _figure(1)
-    xs = range(len(rows))
-    ax.bar([x - 0.2 for x in xs], [r[1] for r in rows], width=0.4, color="#e15759",
-           label="removed (error share over the threshold)")
-    ax.bar([x + 0.2 for x in xs], [r[2] for r in rows], width=0.4, color="#f28e2b",
-           label="kept with some error nodes (share of checked output)")
-    for x, row in enumerate(rows):
-        ax.text(x - 0.2, row[1], f"{row[1]:.1%}", ha="center", va="bottom", fontsize=7)
-        ax.text(x + 0.2, row[2], f"{row[2]:.1%}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), [f"{r[0]}\n({human(r[3])})" for r in rows], fontsize=8)
-    ax.set_ylabel("share of documents")
-    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    xs = range(len(chart.labels))
+    width = 0.8 / len(chart.series)
+    offsets = [(i - (len(chart.series) - 1) / 2) * width for i in range(len(chart.series))]
+    for (label, color, values), offset in zip(chart.series, offsets, strict=True):
+        ax.bar([x + offset for x in xs], values, width=width, color=color, label=label)
+    for x in xs:
+        for (_, _, values), offset in zip(chart.series, offsets, strict=True):
+            text = f"{values[x]:.1%}" if chart.percent else human(values[x])
+            ax.text(x + offset, values[x], text, ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(xs), chart.labels, fontsize=8)
+    ax.set_ylabel(chart.ylabel)
+    if chart.percent:
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    else:
+        ax.yaxis.set_major_formatter(lambda v, _: human(v))
     ax.legend(fontsize=8)
     ax.margins(y=0.15)
-    ax.set_title("Syntax errors per language (tree-sitter)")
-    return Plot("syntax_errors", "Syntax error rate per language",
-                "Share of each language's documents the syntax stage removed, and share of "
-                "the kept ones that still hold error nodes under the threshold; in brackets "
-                "the documents the stage parsed.", _png(fig))
+    ax.set_title(chart.heading)
+    return Plot(chart.name, chart.title, chart.caption, _png(fig))
 
 
 PLOTS: list[Callable[[dict[str, Any]], Plot | None]] = [
-    waterfall, mixture, tokens_by_language, lengths, cluster_sizes, syntax_errors]
+    waterfall, mixture, tokens_by_language, lengths, cluster_sizes]
+"""The run's own figures; the stages' (their `figures` hook) follow, in stage order."""
 
 
 def make_plots(stats: dict[str, Any]) -> list[Plot]:
     """Every figure this run has data for, in report order."""
-    return [plot for make in PLOTS if (plot := make(stats)) is not None]
+    plots = [plot for make in PLOTS if (plot := make(stats)) is not None]
+    for stage in stats.get("stages") or []:
+        if stage["name"] in STAGE_INFO:
+            plots += [bar_chart(c) for c in stage_hooks(stage["name"]).figures(stage, stats)]
+    return plots

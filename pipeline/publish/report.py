@@ -4,7 +4,7 @@ It renders whatever the run has: a stage missing from the manifest has no
 section, and a stage's own figures (MinHash parameters, cluster sizes, ...)
 are shown as they appear in stats.json. Nothing time-dependent goes in (the
 timings stay in timings.json), so a resumed run writes the same bytes.
-`write_run_docs` writes the figures, the report and the dataset card together.
+`run_docs.write_run_docs` writes the figures, the report and the dataset card together.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...stages import storage
-from .plots import Plot, make_plots
+from ...stages.registry import STAGE_INFO, stage_hooks
+from .plots import Plot
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
-                 "by_flag", "params", "removed_by_detail", "contamination"}
+                 "by_flag", "params", "removed_by_detail"}
+"""The runner's keys of a stage's stats entry; the rest are the stage's own figures (but
+those its `report_hidden` hook names)."""
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
 color:#222;padding:0 1em}
@@ -113,7 +116,9 @@ def _stage_section(stage: dict[str, Any]) -> str:
         parts.append(table(["reason", "docs", "bytes"],
                            [(r, c["docs"], c["bytes"]) for r, c in reasons.items()],
                            f"reasons-{stage['name']}"))
-    extra = {k: v for k, v in stage.items() if k not in STANDARD_KEYS}
+    hidden = STANDARD_KEYS | set(stage_hooks(stage["name"]).report_hidden
+                                 if stage["name"] in STAGE_INFO else ())
+    extra = {k: v for k, v in stage.items() if k not in hidden}
     scalars = [(k, v) for k, v in flatten(extra)
                if not (isinstance(v, list) and v and isinstance(v[0], dict))]
     if scalars:
@@ -210,12 +215,18 @@ def _profile_section(stats: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def sample_note(sample: dict[str, Any]) -> str:
+    """The warning a sampled run's card and report open with."""
+    what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
+            else f"{sample['value']:,} documents per source")
+    return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
+            "tune the manifest; its counts describe the sample, not the corpus.")
+
+
 def _sample_banner(stats: dict[str, Any]) -> str:
     """A sampled run says so first: it is for tuning, not for training."""
     if not stats.get("sample"):
         return ""
-    from .card import sample_note
-
     text = esc(sample_note(stats["sample"])).replace("**", "")
     style = "background:#fff3cd;border:1px solid #e0c36c;padding:.6em 1em"
     return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
@@ -273,29 +284,3 @@ def manifest_yaml(run_dir: str) -> str:
     manifest = Manifest.model_validate(record["manifest"])
     return yaml.safe_dump(manifest.model_dump(mode="json", exclude_defaults=True),
                           sort_keys=False)
-
-
-def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
-    """plots/*.png, report.html and README.md (the card) from stats.json; their paths."""
-    from .card import write_card
-    from .public import public_text
-
-    given = stats or storage.read_json(storage.join(run_dir, "stats.json"))
-    # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
-    ordered: dict[str, Any] = json.loads(json.dumps(given, sort_keys=True))
-    plots = make_plots(ordered)
-    written = []
-    for plot in plots:
-        path = storage.join(run_dir, "plots", f"{plot.name}.png")
-        storage.write_bytes_atomic(path, plot.png)
-        written.append(path)
-    text = manifest_yaml(run_dir)
-    report = storage.join(run_dir, "report.html")
-    from .examples import examples_section, removed_examples
-
-    shown = examples_section(removed_examples(run_dir), esc)
-    page = public_text(render_report(ordered, plots, text, shown), run_dir)  # it is published
-    storage.write_bytes_atomic(report, page.encode())
-    written.append(report)
-    written.append(write_card(run_dir, ordered, [p.name for p in plots], text))
-    return written

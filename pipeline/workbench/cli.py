@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 EXIT_OK, EXIT_USAGE = 0, 2
+GROUP_KEYS = ("reason", "stage", "source", "lang", "outcome")
+OUTCOMES = ("removed", "kept", "replaced", "all")
 
 INSPECT_HELP = ("Print examples of what a finished run removed or kept, per group (by "
                 "default per reason): id, path, reason, detail, first lines, and where the "
@@ -22,9 +24,8 @@ DIFF_HELP = ("Compare two finished runs of the same input: the documents whose f
 
 
 def add_commands(commands: Any) -> None:
-    """The three subcommands, on the `lemur-data` parser's subparsers."""
-    from .inspect import GROUP_KEYS, OUTCOMES
-
+    """The three subcommands, on the `lemur-data` parser's subparsers (imports nothing
+    else: every command builds this parser)."""
     inspect = commands.add_parser("inspect", help=INSPECT_HELP, description=INSPECT_HELP)
     inspect.add_argument("--run-dir", required=True, help="the run folder of a finished build")
     inspect.add_argument("--by", default="reason",
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace, console: Any) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from .inspect import GROUP_KEYS, Selection, inspect
+    from .inspect import Selection, inspect
     from .rundir import RunFolder
     from .show import as_json, as_text
 

@@ -22,9 +22,6 @@ from .hooks import locations
 from .rundir import RunFolder, stage_of
 from .show import FIRST_LINES, example
 
-GROUP_KEYS = ("reason", "stage", "source", "lang", "outcome")
-OUTCOMES = ("removed", "kept", "replaced", "all")
-
 
 @dataclass
 class Selection:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..hooks import markdown_table
 from .benchmarks import BENCHMARKS
 
 # How each built-in benchmark's items are matched (see filters/decontaminate.py).
@@ -65,3 +66,15 @@ def contamination(params: dict[str, Any], removed_by_detail: dict[str, int]) -> 
                         "documents_removed": sum(items.values()),
                         "documents_per_item": items}
     return report
+
+
+def card_text(report: dict[str, Any]) -> str:
+    """The card's chapter: which benchmarks were checked, how, and what was found
+    (stats.json has every item)."""
+    rows = [[name, b["source"], b["method"], b["items_found"], b["documents_removed"]]
+            for name, b in report.items()]
+    return ("Documents holding an item of these benchmarks were removed; the documents "
+            "removed per item are in `stats.json` (`stages[].contamination`) and the "
+            "documents themselves in `removed/`.\n\n"
+            + markdown_table(["benchmark", "items from", "matched as", "items found",
+                              "documents removed"], rows))

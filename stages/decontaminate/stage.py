@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator,
 
 from ...filters.decontaminate import BenchmarkMatcher, ItemPart, short_keys
 from ..base import DocumentStage, ShardContext, StageParams, StageResult
+from ..hooks import StatsEntry
 from ..paths import LocalPath
 from .background import common_snippets, default_roots
 from .benchmarks import (
@@ -27,6 +28,7 @@ from .benchmarks import (
     load_benchmark,
     read_rows,
 )
+from .report import card_text, contamination
 
 
 class BenchmarkSource(BaseModel):
@@ -127,8 +129,27 @@ class DecontaminateParams(StageParams):
 
 class Decontaminate(DocumentStage[DecontaminateParams]):
     name = "decontaminate"
+    about = (
+        "removes documents overlapping evaluation benchmarks")
+    rate_mb_s = (4.5, 4.5)  # MB/s per core (code, text); docs/benchmarks.md
     Params = DecontaminateParams
     count_details = True  # stats.json: documents removed per benchmark item
+    report_hidden = ("contamination",)  # the card's chapter shows it
+
+    @classmethod
+    def stats_figures(cls, entry: StatsEntry) -> dict[str, Any]:
+        return {"contamination": contamination(entry["params"],
+                                               entry.get("removed_by_detail", {}))}
+
+    @classmethod
+    def card_chapter(cls, entry: StatsEntry) -> tuple[str, str] | None:
+        return ("Decontamination", card_text(entry["contamination"])) \
+            if entry.get("contamination") else None
+
+    @classmethod
+    def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
+        return ["No decontamination stage ran: benchmark items may be in the data."] \
+            if entry is None else []
 
     @classmethod
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:

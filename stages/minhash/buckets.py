@@ -8,7 +8,7 @@ group) for large ones, so a bucket of a million copies cannot explode into
 of `a` for the verify or components phase.
 
 Against earlier runs (`earlier`), the task also pairs this run's documents with the
-earlier kept documents sharing their buckets (stages/minhash/earlier.py).
+earlier kept documents sharing their buckets (dedup_index_match.py).
 """
 
 from __future__ import annotations
@@ -20,40 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from .. import storage
-from ..incremental.index import Earlier
+from ..dedup_index.format import IndexedRun
+from .dedup_index_match import match_earlier, write_earlier_pairs
 from .hashing import doc_partition
-
-PAIR_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64())])
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique by sorting (numpy 2's hash-based np.unique is much slower here)."""
-    values = np.sort(values)
-    keep = np.ones(values.size, dtype=bool)
-    keep[1:] = values[1:] != values[:-1]
-    return values[keep]
-
-
-def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (a, b), sorted by a then b."""
-    if a.size == 0:
-        return a.astype(np.uint64), b.astype(np.uint64)
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    keep = np.ones(a.size, dtype=bool)
-    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    return a[keep], b[keep]
-
-
-def read_pairs(paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    tables = [storage.read_parquet(p) for p in paths]
-    table = pa.concat_tables(tables) if tables else PAIR_SCHEMA.empty_table()
-    return unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
-
-
-def write_pairs(path: str, a: np.ndarray, b: np.ndarray) -> None:
-    storage.write_parquet_atomic(path, pa.table([pa.array(a, pa.uint64()),
-                                                 pa.array(b, pa.uint64())], schema=PAIR_SCHEMA))
+from .pairs import unique_pairs, write_pairs
 
 
 @dataclass(frozen=True)
@@ -62,7 +32,7 @@ class BucketPartition:
     pairs_out: tuple[str, ...]  # the pairs, one file per document partition of a
     window: int
     part: int = 0  # this band partition
-    earlier: tuple[Earlier, ...] = ()
+    earlier: tuple[IndexedRun, ...] = ()
     earlier_out: tuple[str, ...] = ()  # candidates against earlier runs, by b's partition
 
     def outputs(self) -> tuple[str, ...]:
@@ -101,8 +71,6 @@ class BucketPartition:
             mine = part_of == part
             write_pairs(path, a[mine], b[mine])
         if self.earlier_out:
-            from .earlier import match_earlier, write_earlier_pairs
-
             new, run, old = match_earlier(*sorted_rows, self.earlier, self.part,
                                           len(self.pairs_out), self.window)
             write_earlier_pairs(self.earlier_out, new, run, old)

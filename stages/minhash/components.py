@@ -7,7 +7,7 @@ Which member survives: `keep_order` (stages/keeper.py; as exact dedup): most
 stars, then a known licence, then smallest id, or The Stack v2's licence-first
 order. A cluster is named by its smallest member id.
 
-Against earlier runs, the links to earlier documents (stages/minhash/earlier.py) join
+Against earlier runs, the links to earlier documents (dedup_index_match.py) join
 the graph as edges to nodes of their own; every document of a component holding an
 earlier node is removed with `earlier` naming the run and `kept_id` the document that
 run kept for it (of the component's earlier nodes, the first run's smallest key).
@@ -27,16 +27,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import storage
-from ..incremental.index import Earlier
+from ..dedup_index.format import IndexedRun
 from ..keeper import KeepOrder, sort_keys
-from .buckets import sorted_unique, unique_pairs
-from .earlier import (
-    EARLIER_NODE,
-    earlier_kept_ids,
-    earlier_nodes,
-    node_run_key,
-    read_earlier_pairs,
-)
+from .dedup_index import indexed_kept_ids
+from .dedup_index_match import EARLIER_NODE, earlier_nodes, node_run_key, read_earlier_pairs
+from .pairs import sorted_unique, unique_pairs
 
 if TYPE_CHECKING:
     import polars as pl
@@ -75,7 +70,7 @@ class Components:
     clusters_out: str
     keep_order: KeepOrder = "stars"
     earlier_files: tuple[str, ...] = ()  # matches against earlier runs (pairs or edges)
-    earlier: tuple[Earlier, ...] = ()
+    earlier: tuple[IndexedRun, ...] = ()
 
     def outputs(self) -> tuple[str, ...]:
         return (self.clusters_out, *self.decisions_out)
@@ -165,7 +160,7 @@ class Components:
         for e in self.earlier:
             rows = np.flatnonzero(run == e.number)
             if rows.size:
-                ids = earlier_kept_ids(e, old[rows])
+                ids = indexed_kept_ids(e, old[rows])
                 kept_id[rows] = [ids[k] for k in old[rows].tolist()]
         names = np.array([e.run for e in self.earlier] or [""], dtype=object)
         meta = self._meta(b)

@@ -70,13 +70,13 @@ class SignShard:
         docs = table if len(rows) == table.num_rows else table.take(pa.array(rows, pa.int64()))
         keys = (np.uint64(self.shard_index) << np.uint64(32)) | rows.astype(np.uint64)
         modes = doc_modes(docs.column("kind").to_pylist(), p.tokenizer)
-        hashes, offsets = _shingle_hashes(docs.column("text"), modes, p.ngram)
+        hashes, offsets = shingle_hashes(docs.column("text"), modes, p.ngram)
         total = int(hashes.size)
         signed = np.diff(offsets) > 0  # documents without any token take no part
         if p.verify:
             # Sets for verification; the minimum over a set is the minimum over its
             # multiset, so signatures are computed on the (shorter) sets too.
-            hashes, offsets = _unique_per_doc(hashes, offsets)
+            hashes, offsets = unique_per_doc(hashes, offsets)
             self._write_shingles(keys, hashes, offsets, signed)
         if p.backend == "datasketch":
             texts = docs.column("text").to_pylist()
@@ -126,7 +126,7 @@ class SignShard:
             storage.write_parquet_atomic(self.shingles_out[part], out)
 
 
-def _shingle_hashes(texts: pa.ChunkedArray, modes: list[Mode],
+def shingle_hashes(texts: pa.ChunkedArray, modes: list[Mode],
                     n: int) -> tuple[np.ndarray, np.ndarray]:
     """Hashes of every document in order, hashing each tokenizer mode's documents together."""
     mode_of = np.array(modes, dtype=object)
@@ -152,7 +152,7 @@ def _shingle_hashes(texts: pa.ChunkedArray, modes: list[Mode],
     return out, out_offsets
 
 
-def _unique_per_doc(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def unique_per_doc(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique shingle hashes of each document (np.sort, not np.unique: faster)."""
     docs = len(offsets) - 1
     doc = np.repeat(np.arange(docs, dtype=np.uint64), np.diff(offsets))

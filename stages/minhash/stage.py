@@ -19,7 +19,8 @@ smallest id (as exact dedup).
 With `against` (earlier runs' indexes), `buckets` also finds candidates against
 the earlier kept documents, `verify_earlier` checks them, and `components` removes
 the matched documents (`near_duplicate_of_earlier`) before clustering the rest
-(stages/minhash/earlier.py).
+(dedup_index_match.py). The stage's section of a run's dedup index is written and read
+in dedup_index.py.
 """
 
 from __future__ import annotations
@@ -33,16 +34,21 @@ from ..base import (
     DocumentStage,
     GlobalContext,
     GlobalStage,
+    IndexReads,
+    IndexSource,
     Phase,
     ShardContext,
     StageResult,
     Task,
 )
-from ..incremental.index import MINHASH_KEYS, Earlier, earlier_runs
+from ..dedup_index.export import removed_for
+from ..dedup_index.format import IndexedRun, against_notes
+from ..hooks import Cost, CostInput, StatsEntry
 from ..keeper import explain_duplicate
+from . import dedup_index
 from .buckets import BucketPartition
 from .components import Components
-from .earlier import CheckEarlier
+from .dedup_index_match import CheckEarlier
 from .files import WorkFiles
 from .params import MinHashParams
 from .signatures import SignShard
@@ -79,11 +85,33 @@ class MinHashApplier(DocumentStage[MinHashParams]):
 
 class MinHash(GlobalStage[MinHashParams]):
     name = "minhash"
+    about = (
+        "MinHash LSH near-deduplication: one document per cluster "
+        "survives")
+    rate_mb_s = (20.0, 20.0)  # MB/s per core (code, text); docs/benchmarks.md
+    Params = MinHashParams
 
     @classmethod
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
         return explain_duplicate(doc, entry, work, "near duplicate")
-    Params = MinHashParams
+
+    @classmethod
+    def card_notes(cls, entry: StatsEntry) -> list[str]:
+        return against_notes(entry)
+
+    @classmethod
+    def cost(cls, params: MinHashParams, size: CostInput) -> Cost:
+        """Band rows of 8 bytes per permutation and document (256, the default, assumed);
+        a buckets task holds its partition's."""
+        base = super().cost(params, size)
+        permutations = 256
+        return Cost(base.core_hours, size.docs * permutations * 8 + size.step_write_bytes,
+                    base.memory_mb + size.docs * permutations * 8 / params.partitions / 1e6)
+
+    @classmethod
+    def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
+        return ["No near-duplicate (MinHash) stage ran: only exact copies, if any, "
+                "were removed."] if entry is None else []
 
     def phases(self, ctx: GlobalContext) -> list[Phase]:
         p = self.params
@@ -146,16 +174,21 @@ class MinHash(GlobalStage[MinHashParams]):
             earlier_files=earlier_files, earlier=earlier))]))
         return phases
 
-    def earlier(self, manifest_seed: int) -> list[Earlier]:
+    def earlier(self, manifest_seed: int) -> list[IndexedRun]:
         """The `against` runs, checked: refused if an index is missing, of another format,
-        or made with other MinHash parameters (EarlierRunError names the parameter)."""
-        p = self.params
-        bands, rows = p.lsh_shape()
-        mine = {"seed": p.effective_seed(manifest_seed), "permutations": p.permutations,
-                "bands": bands, "rows": rows, "ngram": p.ngram, "tokenizer": p.tokenizer,
-                "scheme": p.scheme, "backend": p.backend}
-        assert set(mine) == set(MINHASH_KEYS)
-        return earlier_runs(p.against, "minhash", mine)
+        or made with other MinHash parameters (IndexedRunError names the parameter)."""
+        return dedup_index.checked_runs(self.params, manifest_seed)
+
+    index_section = dedup_index.SECTION
+
+    def index_removed(self, ctx: GlobalContext) -> dict[str, str]:
+        return removed_for(storage.join(ctx.work_dir, "decisions"))
+
+    def export_index(self, source: IndexSource) -> dict[str, Any]:
+        return dedup_index.export(self.params, source)
+
+    def index_reads(self) -> list[IndexReads]:
+        return dedup_index.reads(self.params)
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
         p = self.params

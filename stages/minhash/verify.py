@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import storage
-from .buckets import read_pairs, sorted_unique, write_pairs
 from .hashing import doc_partition
+from .pairs import read_pairs, sorted_unique, write_pairs
 from .signatures import SHINGLE_SCHEMA
 
 EDGE_SCHEMA = pa.schema([("a", pa.uint64()), ("b", pa.uint64()), ("jaccard", pa.float64())])

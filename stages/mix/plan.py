@@ -50,6 +50,10 @@ class PlanMix:
         return {k: v for k, v in result.items() if k != "components"}
 
 
+# More repeats of one component than any training would want: past this a target is a
+# typo (total_tokens 1e15 on a few MB), and packing it would not end in any useful time.
+MAX_EPOCHS = 10_000
+
 def plan_components(components: list[Component], tokens: np.ndarray, docs: np.ndarray,
                     total_tokens: float | None) -> list[dict[str, Any]]:
     """Whole epochs, then where the fractional epoch's cut falls, per component.
@@ -71,6 +75,10 @@ def plan_components(components: list[Component], tokens: np.ndarray, docs: np.nd
             raise ValueError(f"mixture component {component.key!r} has weight "
                              f"{component.weight} but no tokens: no document matches it")
         full, rest = divmod(target, available) if available else (0, 0)
+        if full >= MAX_EPOCHS:  # the packer would write the same documents for ever
+            raise ValueError(f"mixture component {component.key!r} has {available:,} tokens "
+                             f"and a target of {target:,}: {full:,} epochs, more than "
+                             f"{MAX_EPOCHS:,}; lower mixture.total_tokens or this weight")
         cumulative = np.concatenate([[0], np.cumsum(tokens[number])])
         cut = int(np.searchsorted(cumulative, rest, side="right")) - 1
         plan.append({

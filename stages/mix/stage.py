@@ -19,9 +19,9 @@ Phases (all deterministic; none depends on the number of workers):
   `pre_blended` writes one dataset (`blend_00000...`) where each component's
   documents are shuffled (seeded) and spread evenly by token mass, so every
   window of the stream holds the target mix (pack.py).
-- `index`: `data_args.txt` (weight prefix pairs for `--data-args-path`;
+- `data_args`: `data_args.txt` (weight prefix pairs for `--data-args-path`;
   each shard weighs its share of tokens, as the data are already mixed) and
-  `summary.json` (index.py).
+  `summary.json` (data_args.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from ..base import (
     StageResult,
     Task,
 )
-from .index import WriteIndex
+from ..hooks import Cost, CostInput
+from .data_args import WriteDataArgs
 from .pack import BlendAll, PackComponent
 from .params import MixParams, components_of
 from .plan import PlanMix
@@ -64,6 +65,25 @@ class MixAndPack(GlobalStage[MixParams]):
     """The last step of a run: reads the tokenized shards, writes `<run>/megatron/`."""
 
     name = "mix"
+    about = (
+        "mixes components at the target token shares and packs Megatron "
+        ".bin/.idx shards")
+    rate_mb_s = (50.0, 50.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def cost(cls, params: MixParams | None, size: CostInput) -> Cost:
+        """The Megatron shards: 2 bytes per token of the mixture."""
+        base = super().cost(params, size)
+        if not size.mixture_tokens:
+            return base
+        return Cost(base.core_hours, size.mixture_tokens * 2, base.memory_mb)
+
+    @classmethod
+    def run_figures(cls, summary: dict[str, Any]) -> dict[str, Any]:
+        """Tokens available / used / epochs per component, realized vs target shares,
+        and the Megatron shards."""
+        return {"mixture": {k: v for k, v in summary["mixture"].items() if k != "dtype"},
+                "megatron": summary["megatron"]}
     Params = MixParams
 
     def __init__(self, params: MixParams, out_dir: str) -> None:
@@ -96,9 +116,9 @@ class MixAndPack(GlobalStage[MixParams]):
                 **writing, outputs_path=storage.join(outputs, "blend.json"),
                 components=components, seed=ctx.seed, batch_docs=p.blend_batch_docs))])
             written = [storage.join(outputs, "blend.json")]
-        index = Phase("index", [Task("index", WriteIndex(written, self.out_dir, plan_path,
-                                                           _absolute(self.out_dir)))])
-        return [split, planning, pack, index]
+        data_args = Phase("data_args", [Task("data_args", WriteDataArgs(
+            written, self.out_dir, plan_path, _absolute(self.out_dir)))])
+        return [split, planning, pack, data_args]
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
         return _NoApplier(self.params)

@@ -203,6 +203,27 @@ def bad_file_table(source: SourceInfo, rel: str, error: str) -> pa.Table:
     return pa.Table.from_pylist([row], schema=READ_SCHEMA)
 
 
+# Longest first: the UTF-32 LE BOM starts with the UTF-16 LE one.
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_bom(raw: bytes) -> tuple[str, str | None] | None:
+    """Text of a UTF-16/32 file that starts with its byte order mark (Windows editors write
+    them; The Stack v2 decodes by its `src_encoding` the same way), the BOM dropped; None
+    for bytes without one. A file that does not decode keeps replacement characters and
+    gets a reason, as invalid UTF-8 does."""
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            body = raw[len(bom):]
+            try:
+                return body.decode(codec), None
+            except UnicodeDecodeError as error:
+                return (body.decode(codec, "replace"),
+                        f"invalid_utf8 ({codec} with a BOM) at byte {error.start + len(bom)}")
+    return None
+
+
 def decode_text(raw: bytes) -> tuple[str, str | None]:
     """UTF-8 text and a quarantine reason (None when the bytes are clean)."""
     try:
@@ -297,4 +318,4 @@ def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int)
 
 __all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "Reader", "ReaderError",
            "ReaderParams", "RowCollector", "SourceInfo", "bad_file_table", "chunk_by",
-           "decode_text", "document_id", "escape_surrogates", "expand_paths"]
+           "decode_bom", "decode_text", "document_id", "escape_surrogates", "expand_paths"]

@@ -29,6 +29,7 @@ from .common import (
     RowCollector,
     SourceInfo,
     chunk_by,
+    decode_bom,
     decode_text,
     expand_paths,
     file_size,
@@ -193,15 +194,26 @@ def read_file_document(rows: RowCollector, path: str, rel: str, size: int,
         return
     try:
         with fsspec.open(path, "rb") as handle:
-            raw = handle.read()
+            # bounded: a file that grew after planning is never read whole
+            raw = handle.read(source.max_doc_bytes + 1)
     except OSError as error:
         rows.add(rel, "", "unreadable_file", f"{path}: {error}", path=rel, **fields)
         return
-    head = raw[:SNIFF_BYTES]
-    if b"\x00" in head:
+    if len(raw) > source.max_doc_bytes:
+        rows.add(rel, "", "too_large", f"grew past max_doc_bytes {source.max_doc_bytes} "
+                 f"after planning ({size} bytes then)", path=rel, **fields)
+        return
+    unicode = decode_bom(raw)
+    if unicode is not None:  # UTF-16/32 with a BOM holds NUL bytes and is text all the same
+        text, bad = unicode
+        if bad is None:
+            raw = text.encode("utf-8", "surrogatepass")
+    elif b"\x00" in raw[:SNIFF_BYTES]:
         rows.add(rel, "", "binary", "NUL byte in the first 8 KiB", path=rel, **fields)
         return
-    text, bad_utf8 = decode_text(raw)
+    else:
+        text, bad = decode_text(raw)
+    bad_utf8 = bad
     lang = source.lang
     if lang is None and source.kind == "code":
         lang = detect_code_language(rel, raw)

@@ -20,6 +20,7 @@ from .common import (
     ReaderParams,
     RowCollector,
 )
+from .where import RowFilter
 
 
 class LoadingScriptError(ReaderError):
@@ -64,6 +65,8 @@ class HFDatasetParams(ReaderParams):
     split slicing such as `train[:10%]`; ignored with `from_disk`."""
     from_disk: bool = False
     """Open `path` with `datasets.load_from_disk` (a dataset saved by save_to_disk)."""
+    where: RowFilter | None = None
+    """Read only the rows whose (dotted) field has one of the values (readers/where.py)."""
 
     @model_validator(mode="after")
     def _no_loading_script(self) -> HFDatasetParams:
@@ -114,6 +117,8 @@ class HFDatasetReader(Reader[HFDatasetParams]):
         text_key = self.source.column("text", "text")
         rows = RowCollector(self.source)
         for row_no, record in enumerate(dataset):
+            if self.params.where is not None and not self.params.where.matches(record):
+                continue  # another part of the dataset: not this source's input
             locator = f"{self.params.split}/{unit.index}#{row_no}"
             text = record.get(text_key)
             values = {t: record.get(self.source.column(t, "") or "")

@@ -16,8 +16,9 @@ manifest key, so none reaches the run folder or the card.
 A blob the bucket does not have (`NoSuchKey`) is quarantined as `ingest:blob_missing`,
 one that is not gzip as `ingest:blob_corrupt`, one its `src_encoding` cannot decode as
 `ingest:blob_undecodable`; the detail names the blob id, and the build goes on. Any
-other failure after the retries fails the unit (Ray runs it again): quarantining a
-network error would make the output depend on the network.
+other failure after the retries fails the build (exit 1, naming the file and the error);
+running it again resumes, the finished units kept: quarantining a network error would
+make the output depend on the network.
 
 The dataset's own columns become document columns (`columns:` may rename them):
 `language` -> lang (langid keeps it for code), `detected_licenses` -> license,
@@ -72,9 +73,13 @@ class BlobStore:
     """Fetches blobs by id from the bucket; one boto3 client, shared by the threads."""
 
     def __init__(self, params: StackV2Params) -> None:
-        import boto3
-        from botocore import UNSIGNED
-        from botocore.config import Config
+        try:
+            import boto3
+            from botocore import UNSIGNED
+            from botocore.config import Config
+        except ImportError as error:
+            raise ReaderError("reader type stack_v2 needs boto3: "
+                              "pip install 'lemur-data[s3]'") from error
 
         config = Config(retries={"max_attempts": params.retries + 1, "mode": "standard"},
                         max_pool_connections=params.concurrency,
@@ -145,6 +150,8 @@ class StackV2Reader(ParquetReader):
         encodings = table.column("src_encoding").to_pylist()
         try:
             stored = BlobStore(self.params).fetch_all(blob_ids)
+        except ReaderError:
+            raise
         except Exception as error:  # noqa: BLE001 - after boto3's retries: fail the unit
             raise ReaderError(f"{path}: fetching blobs from s3://{self.params.bucket}/"
                               f"{self.params.prefix} failed: {error}") from error

@@ -15,6 +15,7 @@ import pyarrow as pa
 from pydantic import PositiveInt
 
 from ..base import DocumentStage, ShardContext, StageParams, StageResult
+from ..hooks import Cost, CostInput
 from .tokenizer import TextTokenizer, TokenizerConfig, load_tokenizer
 
 TOKEN_IDS = "token_ids"
@@ -30,6 +31,15 @@ class TokenizeParams(StageParams):
 
 class Tokenize(DocumentStage[TokenizeParams]):
     name = "tokenize"
+    about = (
+        "token ids per document, EOS after each (removes nothing)")
+    rate_mb_s = (3.0, 3.0)  # MB/s per core (code, text); docs/benchmarks.md
+
+    @classmethod
+    def cost(cls, params: TokenizeParams | None, size: CostInput) -> Cost:
+        """Token ids as uint16 (~3.5 bytes of text each), plus parquet overhead."""
+        base = super().cost(params, size)
+        return Cost(base.core_hours, size.input_bytes / 3.5 * 2 * 1.2, base.memory_mb)
     Params = TokenizeParams
 
     @classmethod

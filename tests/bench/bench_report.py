@@ -15,7 +15,7 @@ import time
 
 from lemur_data.pipeline.profile import profile_output
 from lemur_data.pipeline.publish.plots import make_plots
-from lemur_data.pipeline.publish.report import write_run_docs
+from lemur_data.pipeline.publish.run_docs import write_run_docs
 from lemur_data.stages import storage
 
 

@@ -1,48 +1,42 @@
-"""The dedup index of a finished run: where its files are, what `index.json` says, and the
-checks a later run makes before it deduplicates against it.
+"""The dedup index of a finished run: where it is, what `index.json` says, and the checks a
+later run makes before it deduplicates against it (`against:`).
 
 A run's index (`<run>/index/`) holds what a later run needs to find duplicates of the
-run's KEPT documents (those in its final output shards), partitioned as the run's own
-dedup work was, so a later task reads only its partition:
+run's KEPT documents (those in its final output shards). Each dedup stage writes and
+reads its own section, in its own module, partitioned as its work was so a later task
+reads only its partition (exact_dedup: `exact/`, stages/exact_dedup.py; minhash:
+`minhash/`, stages/minhash/dedup_index.py). This module holds what they share:
 
-- `exact/part-PPPP.parquet`: (hash, id), sorted by hash; partition = exact_dedup's
-  (first 32 bits of the hash mod its `partitions`).
-- `minhash/bands/part-PPPP.parquet`: (band, bucket, key), sorted; bands with
-  band % partitions == P, as the signatures phase splits them.
-- `minhash/docs/part-QQQQ.parquet`: (key, id), sorted by key; document partition Q.
-- `minhash/shingles/part-QQQQ.parquet`: (key, hashes) sorted by key, in small row groups,
-  so verification reads only the row groups holding candidate keys.
-- `index.json`: the format version, the dedup parameters, document counts; written
-  last, so its presence means the index is complete.
+- `index.json`: the format version, the manifest and fingerprint of the run, the kept
+  documents, and one section per dedup stage (its parameters and document counts);
+  written last, so its presence means the index is complete;
+- sorted files in small row groups read by key (`write_keyed`, `read_keyed`).
 
-Earlier runs are only ever read here.
+Indexed runs are only ever read here.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import storage
 
 INDEX_FORMAT = 1
-# The MinHash parameters that decide band buckets and shingles: an earlier index is
-# usable only when every one equals the new run's.
-MINHASH_KEYS = ("seed", "permutations", "bands", "rows", "ngram", "tokenizer", "scheme",
-                "backend")
-EXACT_KEYS = ("normalize",)
-SET_ROW_GROUP = 256  # shingle-set rows per row group: a candidate costs ~256 sets to read
+SET_ROW_GROUP = 256  # rows per row group of a keyed file: a candidate costs ~256 rows to read
 
 
-class EarlierRunError(Exception):
+class IndexedRunError(Exception):
     """An `against` run that cannot be used: no index, another format, other parameters."""
 
 
-def _part(i: int) -> str:
+def part_file(i: int) -> str:
     return f"part-{i:04d}.parquet"
 
 
@@ -57,30 +51,18 @@ class IndexFiles:
     def manifest(self) -> str:
         return storage.join(self.root, "index.json")
 
-    def kept_ids(self) -> str:
-        """The ids of the run's kept documents (an intermediate of building the index)."""
-        return storage.join(self.root, "kept-ids.parquet")
-
-    def exact(self, part: int) -> str:
-        return storage.join(self.root, "exact", _part(part))
-
-    def bands(self, part: int) -> str:
-        return storage.join(self.root, "minhash", "bands", _part(part))
-
-    def docs(self, part: int) -> str:
-        return storage.join(self.root, "minhash", "docs", _part(part))
-
-    def shingles(self, part: int) -> str:
-        return storage.join(self.root, "minhash", "shingles", _part(part))
+    def section(self, name: str, *parts: str) -> str:
+        """A file or folder of one stage's section (`exact`, `minhash`)."""
+        return storage.join(self.root, name, *parts)
 
 
 @dataclass(frozen=True)
-class Earlier:
+class IndexedRun:
     """One `against` run as a later run's tasks need it (picklable, small)."""
 
     run: str  # as written in the manifest (resolved): what details and stats name
     number: int  # position in `against`: the first listed wins a document matched twice
-    partitions: int  # the earlier run's own partition count for this index section
+    partitions: int  # the indexed run's own partition count for this index section
     docs: int
 
     @property
@@ -88,7 +70,7 @@ class Earlier:
         return IndexFiles(self.run)
 
     def parts_for(self, part: int, partitions: int) -> list[int]:
-        """The earlier partitions that can hold rows of the later run's partition `part`
+        """The indexed partitions that can hold rows of the later run's partition `part`
         (of `partitions`): both split the same value by modulo, so those congruent to
         `part` modulo gcd. One partition when the counts match."""
         g = int(np.gcd(partitions, self.partitions))
@@ -98,38 +80,58 @@ class Earlier:
 def read_index(run: str) -> dict[str, Any]:
     files = IndexFiles(run)
     if not storage.exists(files.manifest()):
-        raise EarlierRunError(
+        raise IndexedRunError(
             f"against: {run} has no dedup index ({files.manifest()} is missing); build it "
             f"with `lemur-data index --run-dir {run}`, or set `index: true` on that run's "
             "dedup stage")
     index = storage.read_json(files.manifest())
     if index.get("format") != INDEX_FORMAT:
-        raise EarlierRunError(
+        raise IndexedRunError(
             f"against: {run}: its index has format {index.get('format')}, this lemur-data reads "
             f"format {INDEX_FORMAT}; rebuild it with `lemur-data index --run-dir {run}`")
     return index
 
 
-def earlier_runs(runs: list[str], section: str, expected: dict[str, Any]) -> list[Earlier]:
-    """Check each run's index `section` (exact | minhash) against the new run's parameters;
-    refuse naming the first parameter that differs."""
+def index_sections(index: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The stages' sections of an index.json (the dicts beside the run's own keys)."""
+    return {k: v for k, v in index.items() if isinstance(v, dict)}
+
+
+def indexed_runs(runs: list[str], section: str, expected: dict[str, Any],
+                 stage: str) -> list[IndexedRun]:
+    """Check each run's index `section` against the new run's parameters; refuse naming
+    the first parameter that differs. `stage`: the stage that writes the section."""
     out = []
     for number, run in enumerate(runs):
         index = read_index(run)
         params = index.get(section)
         if params is None:
-            raise EarlierRunError(f"against: {run} has no {section} index (that run had no "
-                                  f"{'exact_dedup' if section == 'exact' else 'minhash'} stage)")
+            raise IndexedRunError(f"against: {run} has no {section} index (that run had no "
+                                  f"{stage} stage)")
         for key, value in expected.items():
             if params.get(key) != value:
                 hint = (f" (bands x rows follow threshold and verify unless given: set "
                         f"minhash bands: {params.get('bands')}, rows: {params.get('rows')})"
                         if key in ("bands", "rows") else "")
-                raise EarlierRunError(
+                raise IndexedRunError(
                     f"against: {run}: {section} parameter {key!r} differs: the earlier index "
                     f"has {params.get(key)!r}, this run {value!r}; they must match{hint}")
-        out.append(Earlier(run, number, int(params["partitions"]), int(params["docs"])))
+        out.append(IndexedRun(run, number, int(params["partitions"]), int(params["docs"])))
     return out
+
+
+def folder_bytes(folder: str) -> int:
+    fs, local = storage.filesystem(folder)
+    return sum(fs.du(local, total=False).values()) if fs.exists(local) else 0
+
+
+def against_notes(entry: dict[str, Any]) -> list[str]:
+    """The card's note on a dedup stage that ran against earlier runs (its summary's
+    `against`: documents removed per run)."""
+    if not entry.get("against"):  # incremental curation (docs/incremental.md)
+        return []
+    return ["Deduplicated against earlier runs: " + "; ".join(
+        f"`{a['run']}` ({a['removed']:,} documents removed)" for a in entry["against"]) + "."]
 
 
 def groups_holding(metadata: pq.FileMetaData, key_column: int, keys: np.ndarray) -> list[int]:
@@ -149,8 +151,6 @@ def groups_holding(metadata: pq.FileMetaData, key_column: int, keys: np.ndarray)
 def read_keyed(path: str, keys: np.ndarray, columns: list[str] | None = None) -> pa.Table:
     """Rows of a file sorted by `key` whose key is in `keys`, reading only the row groups
     whose key range can hold one (the file's statistics say which)."""
-    import pyarrow.compute as pc
-
     fs, local = storage.filesystem(path)
     wanted = np.sort(keys.astype(np.uint64))
     with fs.open(local, "rb") as handle:
@@ -165,8 +165,6 @@ def read_keyed(path: str, keys: np.ndarray, columns: list[str] | None = None) ->
 
 def write_keyed(path: str, table: pa.Table) -> None:
     """A table sorted by key, in small row groups for `read_keyed`."""
-    import io
-
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", compression_level=3,
                    row_group_size=SET_ROW_GROUP, write_statistics=True)

@@ -1,4 +1,5 @@
-"""MinHash against earlier runs: candidates from their indexes, and their verification.
+"""MinHash against indexed runs (`against`): candidates from their indexes, and their
+verification.
 
 Semantics: an earlier run's index holds its kept documents and the duplicates it removed
 in their favour (each names its kept representative). A document of this run that
@@ -15,7 +16,7 @@ together (the earlier run is never changed).
   earlier documents is paired with the first `bucket_window` of them (by key).
 - `verify_earlier` (per document partition of this run, with `verify`): this run's
   shingle sets of the partition, and the earlier sets of just the candidate keys, read
-  by row group from the earlier index (stages/incremental/index.py: `read_keyed`).
+  by row group from the earlier index (dedup_index.py: `indexed_sets`).
 """
 
 from __future__ import annotations
@@ -27,30 +28,24 @@ import numpy as np
 import pyarrow as pa
 
 from .. import storage
-from ..incremental.index import Earlier, read_keyed
+from ..dedup_index.format import IndexedRun
+from .dedup_index import indexed_bands, indexed_sets
 from .hashing import doc_partition
+from .verify import SetIndex, jaccard_sorted, read_sets
 
 EARLIER_PAIR_SCHEMA = pa.schema([("b", pa.uint64()), ("run", pa.uint16()), ("a", pa.uint64())])
 EARLIER_EDGE_SCHEMA = pa.schema([("b", pa.uint64()), ("run", pa.uint16()), ("a", pa.uint64()),
                                  ("jaccard", pa.float64())])
 
 
-def earlier_bands(run: Earlier, part: int, partitions: int) -> pa.Table:
-    """The earlier run's (band, bucket, key) rows of this run's band partition `part`."""
-    tables = [storage.read_parquet(run.files.bands(q)) for q in run.parts_for(part, partitions)]
-    table = pa.concat_tables(tables)
-    band = table.column("band").to_numpy().astype(np.int64)
-    return table.filter(pa.array(band % partitions == part))
-
-
 def match_earlier(band: np.ndarray, bucket: np.ndarray, key: np.ndarray,
-                  earlier: tuple[Earlier, ...], part: int, partitions: int,
+                  earlier: tuple[IndexedRun, ...], part: int, partitions: int,
                   window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct (b, run, a): this run's document b shares a bucket with earlier document a
     of earlier run `run`; each b with at most `window` earlier documents per bucket."""
     bs, runs, as_ = [], [], []
     for run in earlier:
-        old = earlier_bands(run, part, partitions)
+        old = indexed_bands(run, part, partitions)
         o_band = old.column("band").to_numpy()
         o_bucket = old.column("bucket").to_numpy()
         o_key = old.column("key").to_numpy()
@@ -115,21 +110,11 @@ def read_earlier_pairs(paths: list[str]) -> pa.Table:
     return table.filter(pa.array(keep))
 
 
-def earlier_sets(run: Earlier, keys: np.ndarray) -> pa.Table:
-    """The earlier run's shingle sets of `keys`, reading only the row groups holding them."""
-    keys = np.unique(keys)
-    part_of = doc_partition(keys, run.partitions)
-    tables = [read_keyed(run.files.shingles(q), keys[part_of == q])
-              for q in sorted(set(part_of.tolist()))]
-    return pa.concat_tables(tables) if tables else pa.schema(
-        [("key", pa.uint64()), ("hashes", pa.list_(pa.uint32()))]).empty_table()
-
-
 @dataclass(frozen=True)
 class CheckEarlier:
     pair_files: tuple[str, ...]  # earlier pairs of this document partition, every band part
     shingle_files: tuple[str, ...]  # this partition's own shingle sets, from every shard
-    earlier: tuple[Earlier, ...]
+    earlier: tuple[IndexedRun, ...]
     out_path: str
     threshold: float
 
@@ -137,8 +122,6 @@ class CheckEarlier:
         return (self.out_path,)
 
     def __call__(self) -> dict[str, Any]:
-        from .verify import SetIndex, jaccard_sorted, read_sets
-
         pairs = read_earlier_pairs(list(self.pair_files))
         b = pairs.column("b").to_numpy()
         run = pairs.column("run").to_numpy()
@@ -150,7 +133,7 @@ class CheckEarlier:
                 rows = np.flatnonzero(run == old.number)
                 if rows.size == 0:
                     continue
-                theirs = SetIndex([earlier_sets(old, a[rows])])
+                theirs = SetIndex([indexed_sets(old, a[rows])])
                 scores[rows] = [jaccard_sorted(mine.get(x), theirs.get(y))
                                 for x, y in zip(b[rows].tolist(), a[rows].tolist(), strict=True)]
         keep = scores >= self.threshold
@@ -174,16 +157,3 @@ def earlier_nodes(run: np.ndarray, key: np.ndarray) -> np.ndarray:
 def node_run_key(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     run = ((nodes & ~EARLIER_NODE) >> np.uint64(56)).astype(np.int64)
     return run, nodes & np.uint64((1 << 56) - 1)
-
-
-def earlier_kept_ids(run: Earlier, keys: np.ndarray) -> dict[int, str]:
-    """Earlier key -> the id of the document that run kept for it (itself, or the copy it
-    was removed in favour of), from the index's docs files (row groups holding them)."""
-    keys = np.unique(keys)
-    part_of = doc_partition(keys, run.partitions)
-    out: dict[int, str] = {}
-    for q in sorted(set(part_of.tolist())):
-        table = read_keyed(run.files.docs(q), keys[part_of == q], ["key", "kept_id"])
-        out.update(zip(table.column("key").to_pylist(), table.column("kept_id").to_pylist(),
-                       strict=True))
-    return out

@@ -1,4 +1,4 @@
-"""Phase `index`: `data_args.txt` and `summary.json` from the pack outputs."""
+"""Phase `data_args`: `data_args.txt` and `summary.json` from the pack outputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .. import storage
 
 
 @dataclass(frozen=True)
-class WriteIndex:
+class WriteDataArgs:
     outputs: list[str]
     out_dir: str
     plan_path: str

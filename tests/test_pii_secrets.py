@@ -1,0 +1,156 @@
+"""Secrets of the classes detect-secrets 1.5.0 and gitleaks 8.x name, planted in real-form
+config and code inside real stdlib files, and in every published column; redaction time
+bounded by the characters the regexes see (linear), not by a clock."""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lemur_data.filters.pii import find_pii, redact
+from lemur_data.filters.secrets import RULES, WINDOW
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.pii import Pii, PiiParams
+from lemur_data.stages.storage import DOCUMENT_SCHEMA
+from tests.realdata import STDLIB
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _random(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def planted(rng: random.Random) -> dict[str, tuple[str, str, str]]:
+    """class -> (file name, file text with the secret, the secret)."""
+    hexl = "0123456789abcdef"
+    gitlab = "glpat-" + _random(rng, ALNUM + "_-", 20)
+    npmrc = "npm_" + _random(rng, ALNUM, 36)
+    npm_code = "npm_" + _random(rng, ALNUM, 36)
+    pypi = "pypi-AgEIcHlwaS5vcmc" + _random(rng, ALNUM + "_-", 120)
+    twilio_sid = "AC" + _random(rng, hexl, 32)
+    twilio_key = "SK" + _random(rng, hexl, 32)
+    mailgun = "key-" + _random(rng, hexl, 32)
+    discord = ("M" + _random(rng, ALNUM, 23) + "." + _random(rng, ALNUM, 6) + "."
+               + _random(rng, ALNUM + "_-", 27))
+    telegram = f"{rng.randint(10**8, 10**9 - 1)}:AA" + _random(rng, ALNUM + "_-", 33)
+    putty_body = "\n".join(_random(rng, ALNUM + "+/", 64) for _ in range(4))
+    putty = ("PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: deploy@ci\n"
+             f"Public-Lines: 2\n{_random(rng, ALNUM, 64)}\n{_random(rng, ALNUM, 40)}\n"
+             f"Private-Lines: 4\n{putty_body}\nPrivate-MAC: {_random(rng, hexl, 40)}")
+    basic = base64.b64encode(f"deploy:{_random(rng, ALNUM, 12)}".encode()).decode()
+    django = "django-insecure-" + _random(rng, string.ascii_lowercase + string.digits
+                                          + "!@#%^&*(-_=+)", 50)
+    env_pw, yaml_pw, ado_pw, jdbc_pw = "hunter2!", "p@ss!w0rd", "Pa$$w0rd!9", "s3cr!t#1"
+    return {
+        "GitLabTokenDetector": ("ci.py", f'GITLAB_TOKEN = "{gitlab}"\n', gitlab),
+        "NpmDetector": (".npmrc", f"//registry.npmjs.org/:_authToken={npmrc}\n", npmrc),
+        "gitleaks:npm-access-token": ("publish.js", f"const token = '{npm_code}';\n",
+                                      npm_code),
+        "PypiTokenDetector": ("upload.py", f'TWINE_PASSWORD = "{pypi}"\n', pypi),
+        "TwilioKeyDetector (SID)": ("sms.py", f'client = Client("{twilio_sid}", auth)\n',
+                                    twilio_sid),
+        "TwilioKeyDetector (API key)": ("sms.js", f"const apiKey = '{twilio_key}';\n",
+                                        twilio_key),
+        "gitleaks:mailgun-private-api-token": ("mail.py", f'MAILGUN = "{mailgun}"\n',
+                                               mailgun),
+        "DiscordBotTokenDetector": ("bot.py", f'bot.run("{discord}")\n', discord),
+        "TelegramBotTokenDetector": ("tg.py", f'updater = Updater("{telegram}")\n', telegram),
+        "PrivateKeyDetector (PuTTY)": ("deploy.ppk", putty + "\n", putty),
+        "lemur:basic_auth_header": ("fetch.sh",
+                                    f"curl -H 'Authorization: Basic {basic}' https://x.io\n",
+                                    basic),
+        "KeywordDetector (Django SECRET_KEY)": ("settings.py", f"SECRET_KEY = '{django}'\n",
+                                                django),
+        "KeywordDetector (.env)": (".env", f'DB_PASSWORD="{env_pw}"\n', env_pw),
+        "KeywordDetector (YAML)": ("config.yaml", f'db:\n  password: "{yaml_pw}"\n', yaml_pw),
+        "lemur:connection_string_password (ADO.NET)": (
+            "Db.cs", f'var cs = "Server=db;Database=app;User Id=sa;Password={ado_pw};";\n',
+            ado_pw),
+        "lemur:connection_string_password (JDBC)": (
+            "Db.java", f'String url = "jdbc:postgresql://db:5432/app?user=app&password='
+            f'{jdbc_pw}";\n', jdbc_pw),
+    }
+
+
+HOST = "json/encoder.py"  # a real file the secrets are planted into
+
+
+def test_every_planted_class_is_redacted_in_a_real_file() -> None:
+    host = (STDLIB / HOST).read_text()
+    assert find_pii(host) == []
+    missed: Counter[str] = Counter()
+    for seed in range(20):  # 20 random secrets of each class
+        for name, (file, snippet, secret) in planted(random.Random(seed)).items():
+            text = host[:2000] + "\n" + snippet + host[2000:]
+            out = redact(text, find_pii(text, path=file))
+            if secret in out or any(part in out for part in secret.split("\n") if
+                                    len(part) > 12):
+                missed[name] += 1
+            assert host[:1000] in out and host[-1000:] in out  # nothing else is touched
+    assert not missed, f"missed (of 20 each): {dict(missed)}"
+
+
+def test_secrets_in_every_published_column_are_redacted() -> None:
+    rng = random.Random(3)
+    token = "ghp_" + _random(rng, ALNUM, 36)
+    rows = [{"id": "a", "text": "x = 1\n", "source": "s", "kind": "code", "lang": "Python",
+             "path": "home/jane.doe@corp-mail.com/x.py", "repo": "jane.doe@corp-mail.com/tools",
+             "license": "MIT", "stars": 3,
+             "url": f"https://{token}@github.com/jane/tools.git"}]
+    table = pa.Table.from_pylist(rows, schema=DOCUMENT_SCHEMA)
+    out = Pii(PiiParams()).apply(table, ShardContext("0", "", 0)).table
+    published = out.to_pylist()[0]
+    assert token not in str(published) and "jane.doe@corp-mail.com" not in str(published)
+    assert published["url"] == "https://<KEY>@github.com/jane/tools.git"
+    assert published["path"] == "home/<EMAIL>/x.py" and published["repo"] == "<EMAIL>/tools"
+    assert published["pii_emails"] == 2 and published["pii_keys"] == 1
+
+
+ADVERSARIAL = {
+    "BEGIN lines": "-----BEGIN PRIVATE KEY-----\n",
+    "BEGIN on one line": "-----BEGIN PRIVATE KEY-----",
+    "npmrc slashes": "//a",
+    "keyword runs": "password=",
+    "AWS prefixes": "AKIA",
+    "Basic headers": "Authorization: Basic ",
+    "dots": "M.",
+    "colons": "1234567890:",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_redaction_work_is_linear_on_adversarial_input(name: str) -> None:
+    text = (ADVERSARIAL[name] * (1_000_000 // len(ADVERSARIAL[name]) + 1))[:1_000_000]
+    work: list[int] = []
+    find_pii(text, work=work)
+    assert max(work, default=0) <= max(WINDOW, len(text))  # every window is a line tile or one pass
+    # each rule sees each character at most about once (tiles overlap by an eighth)
+    assert sum(work) <= (len(RULES) + 4) * 1.2 * len(text), (sum(work), len(text))
+    if name.startswith("BEGIN"):  # every BEGIN is an unterminated key, found in one pass
+        assert redact(text, find_pii(text)).count("<PRIVATE_KEY>") == text.count("BEGIN")
+
+
+def test_work_grows_linearly_with_size() -> None:
+    sizes = {}
+    for n in (100_000, 400_000):
+        text = ("password = 'x'; //a AKIA -----BEGIN PRIVATE KEY-----\n" * n)[:n]
+        work: list[int] = []
+        find_pii(text, work=work)
+        sizes[n] = sum(work)
+    assert sizes[400_000] <= 4.5 * sizes[100_000]
+
+
+def test_placeholders_and_code_stay(tmp_path: Path) -> None:
+    kept = ['password = os.environ["DB_PASSWORD"]\n', 'password: "${DB_PASSWORD}"\n',
+            'DB_PASSWORD="changeme"\n', "secret_key = get_secret()\n",
+            'conn = "Server=db;Password={password};"\n', "password=None, query=None\n"]
+    for line, file in zip(kept, ["a.py", "c.yaml", ".env", "a.py", "a.cs", "a.py"],
+                          strict=True):
+        assert find_pii(line, path=file) == [], line
