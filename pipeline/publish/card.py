@@ -196,18 +196,6 @@ def _chapters(stats: dict[str, Any]) -> list[str]:
     return out
 
 
-def _encoder_text(stats: dict[str, Any]) -> str:
-    """What encoded: a stage's recorded `encoder` (its run_facts), if any."""
-    for stage in stats.get("stages", []):
-        encoder = stage.get("encoder")
-        if encoder:
-            if encoder.get("note"):
-                return f" Encoded by {encoder['engine']}, the reference ({encoder['note']})."
-            return (f" Encoded by {encoder['engine']}, checked at load to give the ids of "
-                    f"{encoder['reference']}.")
-    return ""
-
-
 def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     mix, megatron = stats.get("mixture"), stats.get("megatron")
     parts = []
@@ -215,8 +203,7 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
         parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
                                        else "offline default (32k Llama-style SentencePiece)")
-                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
-                     + _encoder_text(stats))
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
     if mix:
         parts.append(markdown_table(
             ["component", "weight", "target share", "realized share", "available tokens",
