@@ -265,7 +265,7 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         """The `against` runs, checked: refused if an index is missing or its parameters
         differ (IndexedRunError)."""
         return indexed_runs(self.params.against, SECTION, index_params(self.params),
-                            self.name)
+                            self.name, self.index_format)
 
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
         """How many documents each earlier run removed (read from the decisions)."""

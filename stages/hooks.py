@@ -114,6 +114,10 @@ class StageHooks:
     report_hidden: ClassVar[tuple[str, ...]] = ()
     """Keys of its stats entry the report's and card's figure tables leave out (shown
     in a chapter of their own instead)."""
+    merge_reasons: ClassVar[tuple[str, ...]] = ()
+    """Removal reasons that are merges, not losses: those rows' content lives on in
+    documents the stage keeps (repo_context's `merged`). The report and the card show
+    them as a merge (`merge_line`), and the waterfall does not draw them as removed."""
     profile_columns: ClassVar[tuple[str, ...]] = ()
     """Columns its `profile` reads from the output shards (besides text, kind, lang)."""
 
@@ -128,6 +132,28 @@ class StageHooks:
         """Top-level keys of stats.json from a global stage's summary (e.g. the mix's
         `mixture` and `megatron`)."""
         return {}
+
+    @classmethod
+    def merged_into(cls, entry: StatsEntry) -> int | None:
+        """How many kept documents its merged rows went into, if the stage says."""
+        return None
+
+    @classmethod
+    def merge_line(cls, entry: StatsEntry, previous: StatsEntry | None = None) -> str:
+        """"N files into M documents, bytes conserved": the sentence report and card both
+        print for a merging stage ("" for one that merged nothing). `previous`: the stage
+        before, whose kept bytes are what went in."""
+        merged = [entry["removed_by_reason"][r] for r in cls.merge_reasons
+                  if r in entry.get("removed_by_reason", {})]
+        if not merged:
+            return ""
+        absorbed = sum(c["docs"] for c in merged)
+        into = cls.merged_into(entry)
+        before = previous["kept"]["bytes"] if previous else entry["in"]["bytes"]
+        joined = (f"{absorbed + into:,} documents into {into:,}" if into is not None
+                  else f"{absorbed:,} documents into others")
+        return (f"merged {joined}: {before:,} bytes in, {entry['kept']['bytes']:,} bytes "
+                "kept (the merged content is in the kept documents, not removed)")
 
     @classmethod
     def card_notes(cls, entry: StatsEntry) -> list[str]:

@@ -154,8 +154,9 @@ def _hooks(name: str) -> type[StageHooks] | None:
 
 
 def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
-    from .report import STANDARD_KEYS, flatten, scalar_text
+    from .report import STANDARD_KEYS, flatten, merge_lines, scalar_text
 
+    merges = merge_lines(stats)
     parts = []
     for number, stage in enumerate(stats.get("stages") or [], start=1):
         name = stage["name"]
@@ -164,7 +165,9 @@ def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
                      f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
                      f"removed {stage['removed']['docs']:,} "
-                     f"({stage['removed']['bytes']:,} bytes).{_scope(stage, manifest)}")
+                     f"({stage['removed']['bytes']:,} bytes).{_scope(stage, manifest)}"
+                     + (f" {merges[name][0].upper()}{merges[name][1:]}." if name in merges
+                        else ""))
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
