@@ -106,3 +106,37 @@ def test_an_unreadable_subfolder_is_recorded(tmp_path: Path) -> None:
     assert rows["locked"][0] == "unreadable_file", rows
     assert "folder not listed (Permission denied)" in rows["locked"][1]
     assert rows["decoder.py"][0] is None  # the rest of the tree is read
+
+
+def test_disk_full_while_packing_names_the_shard_and_leaves_no_temporary(
+        tmp_path: Path) -> None:
+    """The Megatron shard writer on a 64 KiB tmpfs (`unshare -rm`, no root needed): the
+    error names the .bin it could not write, and no `.tmp-*.bin` is left behind."""
+    import os
+    import subprocess
+    import sys
+
+    full = tmp_path / "full"
+    full.mkdir()
+    code = ("import os, sys, numpy as np\n"
+            "from lemur_data.stages.mix.indexed_dataset import ShardedWriter\n"
+            "w = ShardedWriter(sys.argv[1], 'code', np.dtype(np.uint16), 1 << 30)\n"
+            "tokens = np.arange(2_000_000, dtype=np.uint16)\n"
+            "try:\n"
+            "    for _ in range(4):\n"
+            "        w.add(tokens, np.array([500_000] * 4))\n"
+            "    w.close()\n"
+            "except OSError as error:\n"
+            "    print('ERROR', error)\n"
+            "print('LEFT', sorted(os.listdir(sys.argv[1])))\n")
+    script = (f"mount -t tmpfs -o size=64k tmpfs {full} && "
+              f"{sys.executable} -c \"$0\" {full}")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script, code], capture_output=True,
+                          text=True, timeout=120, env=env,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    error = next(line for line in done.stdout.splitlines() if line.startswith("ERROR"))
+    assert "No space left on device" in error and "code_00000.bin" in error, error
+    left = next(line for line in done.stdout.splitlines() if line.startswith("LEFT"))
+    assert ".tmp-" not in left, left
