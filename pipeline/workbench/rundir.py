@@ -82,13 +82,13 @@ class RunFolder:
         fs, bare = storage.filesystem(folder)
         if not fs.exists(bare):
             return []
-        found = [(_STEP.match(name), name) for name in
-                 (p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False))]
-        steps = sorted((int(match.group(1)), name, match.group(2))
-                       for match, name in found if match is not None)
-        return [StepFolder(name, tuple(stages.split("+")), storage.join(base, "stages", name),
-                           storage.join(base, "removed", name))
-                for _, name, stages in steps]
+        names = (p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False))
+        found = [(label, m) for label in names if (m := _STEP.match(label))]
+        found.sort(key=lambda item: int(item[1].group(1)))  # by step number, stable
+        return [StepFolder(label, tuple(m.group(2).split("+")),
+                           storage.join(base, "stages", label),
+                           storage.join(base, "removed", label))
+                for label, m in found]
 
     def stage_step(self, stage: str) -> StepFolder | None:
         """The step whose documents a stage decided on (a global stage: its applier's)."""
