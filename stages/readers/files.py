@@ -21,6 +21,7 @@ import fsspec
 import pyarrow as pa
 
 from ...filters.langid.code import detect_code_language
+from ..paths import LocalPath
 from .common import (
     InputUnit,
     Reader,
@@ -63,7 +64,7 @@ def is_run_folder(folder: str) -> bool:
 
 class TreeParams(ReaderParams):
     type: Literal["tree"]
-    root: str
+    root: LocalPath
     """Folder to walk (local). Placeholders such as {stdlib} and {purelib} work."""
     subdirs: list[str] | None = None
     """Walk only these folders below root (those missing are skipped); default: all."""
@@ -82,7 +83,7 @@ class TreeParams(ReaderParams):
 
 class FilesParams(ReaderParams):
     type: Literal["files"]
-    paths: list[str]
+    paths: list[LocalPath]
     """Files or glob patterns (local or fsspec URLs), one document per file."""
 
 
