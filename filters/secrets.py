@@ -21,8 +21,9 @@ O(len * WINDOW), never O(len^2). `work` (optional) collects the window sizes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import ahocorasick
 from detect_secrets.filters import heuristic
@@ -49,8 +50,8 @@ def _denylist(name: str) -> tuple[re.Pattern[str], ...]:
 
     for plugin in get_mapping_from_secret_type_to_class().values():
         if plugin.__name__ == name and issubclass(plugin, RegexBasedDetector):
-            patterns: list[re.Pattern[str]] = list(plugin.denylist)  # pyright: ignore[reportArgumentType]
-            return tuple(patterns)
+            # detect-secrets declares `denylist` a property; its plugins set a tuple
+            return tuple(cast("Iterable[re.Pattern[str]]", plugin.denylist))
     raise LookupError(f"{RULE_SET} has no regex plugin {name}")
 
 

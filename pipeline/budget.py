@@ -7,9 +7,9 @@ rounds, each over a prefix of every source's order:
 - round 0, the pilot: a sample of each source sized from the mixture's need (a
   quarter of the bytes the source is expected to need at the priors TOKEN_BYTES
   and KEPT_SHARE, at least one unit; or, with `pilot_units`, max(pilot_units, 1%
-  of the units)), through the document stages only (global stages see a round's
-  whole prefix, and the pilot's would be redone by the next round anyway), so at
-  least one more round follows it;
+  of the units)), through the first step and tokenize only (global stages see a
+  round's whole prefix, and the pilot's work after the first step would be redone
+  by the next round anyway), so at least one more round follows it;
 - after each round, the kept tokens per component are known (the mix's `split`
   phase counts them per shard). If every component has its target, or every
   source feeding a short component is read whole, that round is the last one.

@@ -16,7 +16,7 @@ from typing import Any
 from ..stages import storage
 from ..stages.base import GlobalContext, GlobalStage, IndexSource
 from ..stages.dedup_index.export import kept_ids
-from ..stages.dedup_index.format import INDEX_FORMAT, IndexFiles
+from ..stages.dedup_index.format import INDEX_FORMAT, IndexFiles, section_format
 from ..stages.registry import STAGE_INFO, stage_hooks
 
 STEP_RECORD = "step.json"
@@ -71,7 +71,9 @@ def build_index(run_dir: str) -> dict[str, Any]:
     files = IndexFiles(run_dir)
     if storage.exists(files.manifest()):
         existing = storage.read_json(files.manifest())
-        if existing.get("format") == INDEX_FORMAT:
+        if existing.get("format") == INDEX_FORMAT and all(
+                section_format(existing.get(stage.index_section) or {}) == stage.index_format
+                for stage, _ in _indexing_steps(run_dir)):  # every section current
             return existing
     stats_path = storage.join(run_dir, "stats.json")
     if not storage.exists(stats_path):
@@ -90,6 +92,7 @@ def build_index(run_dir: str) -> dict[str, Any]:
                              "fingerprint": stats["fingerprint"], "kept_docs": len(kept)}
     for stage, ctx in steps:
         assert stage.index_section is not None
-        index[stage.index_section] = stage.export_index(IndexSource(ctx, kept, removed))
+        index[stage.index_section] = {"format": stage.index_format,
+                                      **stage.export_index(IndexSource(ctx, kept, removed))}
     storage.write_json_atomic(files.manifest(), index)
     return index

@@ -1,10 +1,10 @@
 """The manifest: one YAML file that says what to build, validated strictly.
 
 Unknown keys, wrong types and missing fields are errors that name the key path
-(`sources[2].reader.paths`) and what was expected. Reader paths may use
-placeholders for what every Python install has ({stdlib}, {purelib},
-{platlib}, {include}), {manifest_dir}, and ${ENV_VARS}; relative local paths
-are relative to the manifest file.
+(`sources[2].reader.paths`) and what was expected. Parameters typed `LocalPath`
+(stages/paths.py) may use placeholders for what every Python install has
+({stdlib}, {purelib}, {platlib}, {include}), {manifest_dir}, and ${ENV_VARS};
+relative local paths are relative to the manifest file.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pydantic import (
 from ..filters.langid import code as code_detector
 from ..stages.base import StageParams
 from ..stages.ingest import READERS, ReaderConfig
+from ..stages.paths import resolve_paths
 from ..stages.readers.common import SourceInfo
 from ..stages.registry import STAGE_INFO, STAGES
 from ..stages.storage import MAPPABLE_COLUMNS
@@ -554,17 +555,6 @@ def _check_references(manifest: Manifest) -> list[str]:
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}|\$\{(\w+)\}")
-# Keys whose string values are paths, wherever they sit (`model`: langid's fastText file;
-# no other manifest key is named `model`; `against`: the dedup stages' earlier run
-# folders; `background`: decontaminate's reference code). hf_dataset's `path` is a Hub id
-# or a builder name unless `from_disk` is set, so it is expanded only then
-# (see _is_saved_dataset).
-_PATH_KEYS = {"paths", "root", "file", "sentencepiece", "data_files", "checkpoint", "save",
-              "model", "against", "background"}
-
-
-def _is_saved_dataset(node: dict[str, Any]) -> bool:
-    return node.get("type") == "hf_dataset" and node.get("from_disk") is True
 
 
 def placeholders(base_dir: Path) -> dict[str, str]:
@@ -576,7 +566,8 @@ def placeholders(base_dir: Path) -> dict[str, str]:
 
 def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str],
                   expansions: dict[str, str] | None = None) -> dict[str, Any]:
-    """Expand placeholders and make relative local paths absolute, in path-like keys.
+    """Expand placeholders and make relative local paths absolute, in the fields typed
+    `LocalPath` (stages/paths.py): the manifest's and each named stage's parameters.
 
     `expansions` collects each placeholder used (and {manifest_dir} for a relative path)
     with its value."""
@@ -604,18 +595,21 @@ def _expand_paths(raw: dict[str, Any], base_dir: Path, problems: list[str],
             value = str(base_dir / value)
         return value
 
-    def walk(node: Any, where: str, key: str | None) -> Any:
-        if isinstance(node, dict):
-            expanded = {k: walk(v, f"{where}.{k}" if where else str(k), str(k))
-                        for k, v in node.items()}
-            if _is_saved_dataset(node) and isinstance(node.get("path"), str):
-                expanded["path"] = expand(node["path"], f"{where}.path" if where else "path")
-            return expanded
-        if isinstance(node, list):
-            return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(node)]
-        if isinstance(node, str) and key in _PATH_KEYS:
-            return expand(node, where)
-        return node
+    def stage(entry: Any, where: str) -> Any:
+        # `stages:` is a list of {name: params}: the name says which model types them
+        if not isinstance(entry, dict) or len(entry) != 1:
+            return entry
+        ((name, params),) = entry.items()
+        if name not in STAGES:
+            return entry
+        return {name: resolve_paths(params, STAGES[name].Params, f"{where}.{name}", expand)}
 
-    return walk(raw, "", None)
+    out = {}
+    for key, value in raw.items():
+        if key == "stages" and isinstance(value, list):
+            out[key] = [stage(entry, f"stages[{i}]") for i, entry in enumerate(value)]
+        else:
+            out[key] = resolve_paths(value, Manifest.model_fields[key].annotation, str(key),
+                                     expand) if key in Manifest.model_fields else value
+    return out
 

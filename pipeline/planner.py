@@ -102,7 +102,9 @@ def plan_run(manifest: Manifest, run_dir: str,
     `scope` (a round's folder, `rounds/<r>`) holds every step after the first, which
     reads the input units themselves and so stays at the top of the run folder.
     `documents_only` (a `read: needed` pilot) leaves the global stages out but for the
-    mix: the first step is the same, then every other document stage in one step."""
+    mix: the first step is the same, then only tokenize (the document stages after a
+    global one are left out too: what they remove is the read margin's to cover, as
+    dedup's is, and their work on the pilot would be redone)."""
     layout = RunLayout(run_dir)
     units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
@@ -158,6 +160,8 @@ def plan_run(manifest: Manifest, run_dir: str,
             number += 1
             pending.append(stage.applier(ctx))
             names.append(spec.name)
+        elif documents_only and plan.steps:
+            continue  # a pilot: only the first step's yield (and tokens) is measured
         else:
             pending.append(cls(spec.params))
             names.append(spec.name)

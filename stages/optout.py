@@ -23,10 +23,11 @@ from pydantic import Field
 
 from ..filters.optout import OptOutList, OptOutListError, parse, verdict
 from .base import DocumentStage, ShardContext, StageParams, StageResult
+from .paths import LocalPath
 
 
 class OptOutParams(StageParams):
-    file: str
+    file: LocalPath
     """The opt-out list: a local file, or an fsspec URL (hf://datasets/..., https://,
     s3://) read with the network; `.gz` is decompressed."""
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")

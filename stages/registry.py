@@ -45,6 +45,7 @@ STAGE_INFO: dict[str, StageInfo] = {
     "langid": StageInfo("langid:LangId"),
     "quality": StageInfo("quality:Quality"),
     "syntax": StageInfo("syntax:Syntax"),
+    "max_lines": StageInfo("max_lines:MaxLines"),
     "exact_dedup": StageInfo("exact_dedup:ExactDedup"),
     "minhash": StageInfo("minhash.stage:MinHash"),
     "repo_context": StageInfo("repo_context:RepoContext"),

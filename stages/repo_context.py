@@ -275,6 +275,18 @@ class RepoContext(GlobalStage[RepoContextParams]):
         "joins each repository's kept files into repository "
         "documents (dependency order, StarCoder2 format)")
     rate_mb_s = (20.0, 20.0)  # MB/s per core (code, text); docs/benchmarks.md
+    merge_reasons = ("repo_context:merged",)
+
+    @classmethod
+    def merged_into(cls, entry: StatsEntry) -> int | None:
+        documents = entry.get("repository_documents")  # from `summary`
+        return int(documents) if isinstance(documents, int) else None
+
+    def summary(self, ctx: GlobalContext) -> dict[str, Any]:
+        """How many repository documents the build phase made (the report and card say
+        "N files into M documents"); their rows are in decisions/docs."""
+        files = storage.list_files(storage.join(ctx.work_dir, "decisions", "docs"), ".parquet")
+        return {"repository_documents": sum(storage.parquet_rows(f) for f in files)}
 
     @classmethod
     def card_limitations(cls, entry: StatsEntry | None) -> list[str]:

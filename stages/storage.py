@@ -173,6 +173,12 @@ def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
     return pq.read_table(p, filesystem=fs, columns=columns)
 
 
+def parquet_rows(path: str) -> int:
+    """Rows of a parquet file, from its footer only."""
+    fs, p = filesystem(path)
+    return pq.read_metadata(p, filesystem=fs).num_rows
+
+
 def parquet_columns(path: str) -> list[str]:
     """Column names of a parquet file, from its footer only."""
     fs, p = filesystem(path)

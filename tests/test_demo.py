@@ -61,7 +61,9 @@ def test_demo_builds_everything_the_readme_promises(tmp_path: Path) -> None:
     # its notebooks are read from beside the manifest: the card says to copy them along
     assert "Files under `{manifest_dir}` sit beside the manifest" in card.text
     report = (run / "report.html").read_text()
-    assert "<img" in report and "http://" not in report.replace("http://www.w3.org", "")
+    # self-contained: nothing is loaded from the network (an example's text may quote a
+    # URL, as macholib's docstrings do; only attributes that fetch count)
+    assert "<img" in report and not re.search(r"""(?:src|href)=["']?https?://""", report)
     assert (run / "megatron" / "data_args.txt").exists()
     check_demo_notebooks(run, stats)
     train = run / "launch" / "train.sh"

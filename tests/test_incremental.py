@@ -7,6 +7,7 @@ The joint build (B's sources, no `against`) is the reference.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -235,6 +236,28 @@ def test_other_exact_normalization_another_format_or_no_index_are_refused(
     shutil.rmtree(old / "index")
     with pytest.raises(IndexedRunError, match="lemur-data index --run-dir"):
         plan_run(parse_manifest(manifest(corpus, ["debian"], against=[str(old)]), "test"), "x")
+
+
+def test_a_section_of_another_format_is_refused_until_the_index_is_rebuilt(
+        runs, corpus, tmp_path: Path) -> None:
+    """A stage's section carries the version of its files (`index_format`): an index
+    whose minhash files are of another version is refused, and `lemur-data index`
+    rebuilds it (otherwise a no-op) from the run's work files."""
+    old = tmp_path / "old"
+    shutil.copytree(runs["a"], old)
+    path = old / "index" / "index.json"
+    index = json.loads(path.read_text())
+    assert index["minhash"]["format"] == 1 and index["exact"]["format"] == 1
+    index["minhash"]["format"] = 2
+    path.write_text(json.dumps(index))
+    again = manifest(corpus, ["debian"], against=[str(old)])
+    with pytest.raises(IndexedRunError, match="its minhash index has format 2"):
+        plan_run(parse_manifest(again, "test"), "x")
+    assert main(["index", "--run-dir", str(old)]) == 0
+    assert json.loads(path.read_text())["minhash"]["format"] == 1
+    assert json.loads(path.read_text()) == json.loads((runs["a"] / "index" / "index.json")
+                                                      .read_text())
+    plan_run(parse_manifest(again, "test"), "x")
 
 
 def test_cli_plan_shows_the_extra_reads_and_build_refuses_by_name(runs, corpus, tmp_path: Path,

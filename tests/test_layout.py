@@ -205,3 +205,32 @@ def test_type_checker_suppressions_name_a_rule_and_a_reason() -> None:
     assert bare == []
     assert explained.search("x = f(y)  # pyright: ignore[reportArgumentType]  # validated")
     assert not explained.search("x = f(y)  # type: ignore[arg-type]")
+
+
+def test_every_module_is_in_the_layout_of_development_md() -> None:
+    """docs/development.md's Layout lists every module: a top-level module in its
+    package's table, a subpackage's modules on the row of that folder (`minhash/`)."""
+    text = (REPO / "docs" / "development.md").read_text()
+    layout = text[text.index("## Layout"):text.index("## Tests")]
+    sections = {}
+    for top in ("pipeline", "stages", "filters"):
+        start = layout.index(f"**`{top}/`**")
+        end = min([layout.index(f"**`{o}/`**") for o in ("pipeline", "stages", "filters")
+                   if layout.index(f"**`{o}/`**") > start] or [len(layout)])
+        sections[top] = [line for line in layout[start:end].splitlines()
+                         if line.startswith("| `") or line.startswith("| (")]
+    missing = []
+    for top, rows in sections.items():
+        modules = sorted(p for p in (REPO / top).rglob("*.py") if p.name != "__init__.py")
+        assert modules
+        for path in modules:
+            parts = path.relative_to(REPO / top).parts
+            first = [r.split("|")[1].strip() for r in rows]
+            if len(parts) == 1:  # not on a row that is only a subpackage's
+                where = [r for r, f in zip(rows, first, strict=True)
+                         if not (f.startswith("`") and f.endswith("/`") and "," not in f)]
+            else:
+                where = [r for r, f in zip(rows, first, strict=True) if f"`{parts[0]}/`" in f]
+            if not any(f"`{parts[-1]}`" in row for row in where):
+                missing.append(str(path.relative_to(REPO)))
+    assert missing == []

@@ -124,6 +124,58 @@ def test_langid_model_and_saved_dataset_path_are_resolved(tmp_path: Path) -> Non
     assert any("unknown placeholder {nowhere}" in p for p in problems(raw))
 
 
+def test_paths_follow_the_type_not_the_key_name() -> None:
+    """A field typed LocalPath is resolved under any name and in any container; a string
+    field named like a path (`model`, `file`, `root`) is left as written."""
+    from pydantic import BaseModel
+
+    from lemur_data.stages.paths import LocalPath, resolve_paths
+
+    class Params(BaseModel):
+        model: str  # a model's name, not a file
+        file: str | None = None
+        root: list[str] = []
+        weights: LocalPath  # a path under a name no list of keys knows
+        extra: list[LocalPath] = []
+        by_lang: dict[str, LocalPath] = {}
+        maybe: LocalPath | None = None
+
+    seen: list[str] = []
+
+    def expand(value: str, where: str) -> str:
+        seen.append(where)
+        return f"/abs/{value}"
+
+    raw = {"model": "gpt2", "file": "notes", "root": ["r"], "weights": "w.bin",
+           "extra": ["a", "b"], "by_lang": {"en": "c"}, "maybe": "d"}
+    assert resolve_paths(raw, Params, "stages[0].x", expand) == {
+        "model": "gpt2", "file": "notes", "root": ["r"], "weights": "/abs/w.bin",
+        "extra": ["/abs/a", "/abs/b"], "by_lang": {"en": "/abs/c"}, "maybe": "/abs/d"}
+    assert seen == ["stages[0].x.weights", "stages[0].x.extra[0]", "stages[0].x.extra[1]",
+                    "stages[0].x.by_lang.en", "stages[0].x.maybe"]
+    assert resolve_paths({"weights": 3, "maybe": None}, Params, "", expand) == {
+        "weights": 3, "maybe": None}  # not strings: validation names them
+
+
+def test_stage_and_top_level_path_fields_are_resolved(tmp_path: Path) -> None:
+    raw = base()
+    raw["sources"].append({"name": "local", "kind": "text", "reader": {
+        "type": "hf_dataset", "path": "json", "data_files": "web.jsonl"}})
+    raw["stages"] = [{"decontaminate": {"benchmarks": [
+        "humaneval", {"name": "mine", "file": "items.jsonl", "code": ["code"]}],
+        "background": ["{stdlib}/json"]}},
+        {"exact_dedup": {"against": ["../earlier"]}}]
+    raw["tokenizer"] = {"file": "tok/tokenizer.json"}
+    manifest = parse_manifest(raw, "m.yaml", tmp_path)
+    assert manifest.sources[3].reader.data_files == str(tmp_path / "web.jsonl")
+    decontaminate, dedup = (s.params for s in manifest.stage_specs)
+    assert decontaminate.benchmarks[0] == "humaneval"  # a name, not a path
+    assert decontaminate.benchmarks[1].file == str(tmp_path / "items.jsonl")
+    assert Path(decontaminate.background[0], "decoder.py").is_file()
+    assert dedup.against == [str(tmp_path / "../earlier")]
+    assert manifest.tokenizer.file == str(tmp_path / "tok" / "tokenizer.json")
+
+
 def test_yaml_syntax_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("name: x\nsources: [\n")

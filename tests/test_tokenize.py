@@ -133,6 +133,8 @@ def test_tokenizer_without_eos_is_refused(tmp_path: Path) -> None:
 def test_manifest_tokenizer_keys(tmp_path: Path) -> None:
     base = {"name": "t", "sources": [{"name": "s", "kind": "code",
                                       "reader": {"type": "tree", "root": str(STDLIB / "json")}}]}
+    # the manifest checks that the file exists: a real model, copied beside it
+    (tmp_path / "tok.model").write_bytes(Path(package_file(DEFAULT_PACKAGE_MODEL)).read_bytes())
     manifest = parse_manifest({**base, "tokenizer": {"sentencepiece": "tok.model"}},
                               base_dir=tmp_path)
     assert manifest.tokenizer is not None

@@ -17,7 +17,6 @@ import regex
 import sentencepiece as spm
 from tokenizers import Tokenizer
 
-from lemur_data.pipeline.publish.card import _encoder_text
 from lemur_data.stages.tokenize import convert
 from lemur_data.stages.tokenize.backends import split
 from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams
@@ -128,9 +127,9 @@ def test_a_model_the_conversion_does_not_cover_encodes_with_sentencepiece(
     stage = Tokenize(TokenizeParams(tokenizer=config))
     facts = stage.run_facts()["encoder"]
     assert facts["engine"].startswith("sentencepiece ") and "not a BPE model" in facts["note"]
-    assert "not a BPE model" in _encoder_text({"stages": [{"encoder": facts}]})
+    assert "not a BPE model" in Tokenize.card_notes({"encoder": facts})[0]
     fast = Tokenize(TokenizeParams()).run_facts()["encoder"]
-    assert "checked at load" in _encoder_text({"stages": [{"encoder": fast}]})
+    assert "checked at load" in Tokenize.card_notes({"encoder": fast})[0]
     texts = prose_paragraphs()[:20]
     reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "uni.model"))
     assert stage.tokenizer is not None

@@ -135,6 +135,25 @@ def test_explain_follows_one_document_through_every_stage(
              and not line.startswith("    ")]
     assert [n for n in shown if n in names] == names  # every stage, in run order
     assert f"{plain['tokens']:,} tokens" in out
+    # the Megatron shard and token range it names hold exactly its tokens
+    import re
+
+    import numpy as np
+
+    dtype = np.dtype(json.loads((demo_sample / "megatron" / "summary.json").read_text())["dtype"])
+    places = re.findall(r"pass \d+: megatron/(\S+\.bin) tokens ([\d,]+)-([\d,]+)", out)
+    ids = next(pq.read_table(p, columns=["id", "token_ids"]).to_pylist()
+               for p in sorted(folder.glob("*.parquet"))
+               if plain["id"] in pq.read_table(p, columns=["id"]).column("id").to_pylist())
+    token_ids = next(r["token_ids"] for r in ids if r["id"] == plain["id"])
+    whole = 0
+    for name, start, end in places:
+        tokens = np.memmap(demo_sample / "megatron" / name, dtype=dtype, mode="r")
+        begin, stop = int(start.replace(",", "")), int(end.replace(",", ""))
+        if stop - begin == len(token_ids):  # a pass that took the whole document
+            assert tokens[begin:stop].tolist() == token_ids
+            whole += 1
+    assert whole or "not drawn into the mix" in out
 
     removed = _removed(demo_sample)
     quality = next(r for r in removed.values() if r["reason"].startswith("quality:"))

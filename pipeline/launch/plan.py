@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from ...stages import storage
+from ...stages.paths import LocalPath
 from .nodes import Distributed
 from .presets import PRESETS, Flags
 from .tokenizer_files import TokenizerFiles
@@ -63,13 +64,13 @@ class TrainConfig(BaseModel):
         "cosine"
     warmup_fraction: float = Field(0.01, ge=0.0, lt=1.0)
     """Share of the train iterations spent warming up (rounded up to whole iterations)."""
-    checkpoint: str | None = None
+    checkpoint: LocalPath | None = None
     """Megatron-format checkpoint to start from (e.g. Llama-2-70B converted); none: from scratch."""
     init: Literal["pretrained", "finetune", "load"] = "pretrained"
     """How `checkpoint` is used. pretrained: weights only on the first start, later starts
     resume from `save` (--pretrained-checkpoint); finetune: weights only, every start
     (--load --finetune); load: resume it whole, optimizer and iteration included (--load)."""
-    save: str | None = None
+    save: LocalPath | None = None
     """Where checkpoints go; default `<run_dir>/checkpoints`."""
     save_interval: PositiveInt = 500
     split: str = "100,0,0"

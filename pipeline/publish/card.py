@@ -154,8 +154,9 @@ def _hooks(name: str) -> type[StageHooks] | None:
 
 
 def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
-    from .report import STANDARD_KEYS, flatten, scalar_text
+    from .report import STANDARD_KEYS, flatten, merge_lines, scalar_text
 
+    merges = merge_lines(stats)
     parts = []
     for number, stage in enumerate(stats.get("stages") or [], start=1):
         name = stage["name"]
@@ -164,7 +165,9 @@ def _stages(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         parts.append(f"### {number}. {name}\n\n{note + '. ' if note else ''}"
                      f"In {stage['in']['docs']:,} documents, kept {stage['kept']['docs']:,}, "
                      f"removed {stage['removed']['docs']:,} "
-                     f"({stage['removed']['bytes']:,} bytes).{_scope(stage, manifest)}")
+                     f"({stage['removed']['bytes']:,} bytes).{_scope(stage, manifest)}"
+                     + (f" {merges[name][0].upper()}{merges[name][1:]}." if name in merges
+                        else ""))
         params = [(k, scalar_text(v)) for k, v in flatten(stage.get("params") or {})]
         if params:
             parts.append("Parameters: " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in params))
@@ -196,18 +199,6 @@ def _chapters(stats: dict[str, Any]) -> list[str]:
     return out
 
 
-def _encoder_text(stats: dict[str, Any]) -> str:
-    """What encoded: a stage's recorded `encoder` (its run_facts), if any."""
-    for stage in stats.get("stages", []):
-        encoder = stage.get("encoder")
-        if encoder:
-            if encoder.get("note"):
-                return f" Encoded by {encoder['engine']}, the reference ({encoder['note']})."
-            return (f" Encoded by {encoder['engine']}, checked at load to give the ids of "
-                    f"{encoder['reference']}.")
-    return ""
-
-
 def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
     mix, megatron = stats.get("mixture"), stats.get("megatron")
     parts = []
@@ -215,8 +206,7 @@ def _mixture(stats: dict[str, Any], manifest: dict[str, Any]) -> str:
         tokenizer = {k: v for k, v in (manifest.get("tokenizer") or {}).items() if v is not None}
         parts.append("Tokenizer: `" + (json.dumps(tokenizer, sort_keys=True) if tokenizer
                                        else "offline default (32k Llama-style SentencePiece)")
-                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer)."
-                     + _encoder_text(stats))
+                     + "`; EOS after every document, no BOS (as Megatron's Llama2Tokenizer).")
     if mix:
         parts.append(markdown_table(
             ["component", "weight", "target share", "realized share", "available tokens",

@@ -49,39 +49,76 @@ def _figure(panels: int = 1, height: float = 4.2) -> tuple[Figure, list[Any]]:
     return fig, axes
 
 
+@dataclass(frozen=True)
+class WaterfallStep:
+    """One stage of the waterfall, in documents or bytes: the level it starts at (what
+    the stage before kept), what it removed by reason, what it merged, and its kept."""
+
+    name: str
+    start: int
+    removed: dict[str, int]
+    merged: int
+    end: int
+
+
+def waterfall_steps(stats: dict[str, Any], unit: str) -> list[WaterfallStep]:
+    """The waterfall's figures, from stats.json alone: each level is a stage's own
+    `kept`, so the output bar is stats.json's output, as the card says; a merging
+    stage (StageHooks.merge_reasons) moves the level by what it merged, not as removed."""
+    steps = []
+    stages = stats.get("stages") or []
+    level = stages[0]["in"][unit] if stages else 0
+    for stage in stages:
+        merging = stage_hooks(stage["name"]).merge_reasons if stage["name"] in STAGE_INFO \
+            else ()
+        removed = {r: c[unit] for r, c in stage["removed_by_reason"].items()
+                   if r not in merging}
+        merged = sum(c[unit] for r, c in stage["removed_by_reason"].items() if r in merging)
+        steps.append(WaterfallStep(stage["name"], level, removed, merged, stage["kept"][unit]))
+        level = stage["kept"][unit]
+    return steps
+
+
 def waterfall(stats: dict[str, Any]) -> Plot | None:
-    """Input, what each stage removed (split by reason), output: in documents and bytes."""
+    """Input, what each stage removed (split by reason) or merged, output: in documents
+    and bytes."""
     stages = stats.get("stages") or []
     if not stages:
         return None
     totals: dict[str, int] = {}
-    for stage in stages:
-        for reason, counts in stage["removed_by_reason"].items():
-            totals[reason] = totals.get(reason, 0) + counts["docs"]
+    for step in waterfall_steps(stats, "docs"):
+        for reason, docs in step.removed.items():
+            totals[reason] = totals.get(reason, 0) + docs
     ranked = sorted(totals, key=lambda r: (-totals[r], r))
     shown = ranked[:MOST_REASONS]
     color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(shown)}
     fig, axes = _figure(2)
     labels = ["input", *[s["name"] for s in stages], "output"]
+    merges = False
     for ax, unit in zip(axes, ("docs", "bytes"), strict=True):
-        level = stages[0]["in"][unit]
-        ax.bar(0, level, color="#777777")
-        ax.text(0, level, human(level), ha="center", va="bottom", fontsize=8)
-        for x, stage in enumerate(stages, start=1):
-            top = level
-            reasons = sorted(stage["removed_by_reason"].items(),
-                             key=lambda kv: (kv[0] not in color, kv[0]))
-            for reason, counts in reasons:
-                size = counts[unit]
+        steps = waterfall_steps(stats, unit)
+        ax.bar(0, steps[0].start, color="#777777")
+        ax.text(0, steps[0].start, human(steps[0].start), ha="center", va="bottom", fontsize=8)
+        for x, step in enumerate(steps, start=1):
+            top = step.start
+            for reason, size in sorted(step.removed.items(),
+                                       key=lambda kv: (kv[0] not in color, kv[0])):
                 if size <= 0:
                     continue
                 ax.bar(x, size, bottom=top - size, color=color.get(reason, "#cccccc"))
                 top -= size
-            removed = stage["removed"][unit]
-            ax.plot([x - 0.4, x + 0.4], [level, level], color="#333333", linewidth=0.8)
-            ax.text(x, level, f"-{human(removed)}" if removed else "0", ha="center",
-                    va="bottom", fontsize=8)
-            level -= removed
+            if step.merged:  # merged rows live on in the kept documents: a hatched step
+                merges = True
+                ax.bar(x, step.end, color="#ffffff", edgecolor="#555555", hatch="//",
+                       linewidth=0.5)
+            ax.plot([x - 0.4, x + 0.4], [step.start, step.start], color="#333333",
+                    linewidth=0.8)
+            lost = sum(step.removed.values())
+            text = f"-{human(lost)}" if lost else "0"
+            if step.merged:
+                text = f"{text}\nmerged"
+            ax.text(x, max(step.start, step.end), text, ha="center", va="bottom", fontsize=8)
+        level = steps[-1].end
         ax.bar(len(labels) - 1, level, color="#2ca02c")
         ax.text(len(labels) - 1, level, human(level), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
@@ -91,12 +128,17 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
     handles = [Patch(color=color[r], label=r) for r in shown]
     if len(ranked) > len(shown):
         handles.append(Patch(color="#cccccc", label=f"{len(ranked) - len(shown)} other reasons"))
+    if merges:
+        handles.append(Patch(facecolor="#ffffff", edgecolor="#555555", hatch="//",
+                             label="merged (kept inside other documents)"))
     fig.suptitle("What each stage removed (bars split by reason)")
     if handles:
         fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=4)
     return Plot("waterfall", "Removed per stage",
                 "Documents (top) and bytes (bottom): the input, what each stage removed "
-                "(coloured by reason), and the output.", _png(fig))
+                "(coloured by reason) or merged into documents it kept (hatched: not lost), "
+                "and the output; each level is the stage's kept count in stats.json.",
+                _png(fig))
 
 
 def mixture(stats: dict[str, Any]) -> Plot | None:

@@ -106,8 +106,24 @@ STAGE_HEADERS = ["stage", "in docs", "kept docs", "removed docs", "in bytes", "k
                  "removed bytes", "top reasons"]
 
 
-def _stage_section(stage: dict[str, Any]) -> str:
+def merge_lines(stats: dict[str, Any]) -> dict[str, str]:
+    """By stage name, the sentence of a stage that merged documents (StageHooks.merge_line):
+    the report and the card print the same one."""
+    lines: dict[str, str] = {}
+    previous = None
+    for stage in stats.get("stages") or []:
+        if stage["name"] in STAGE_INFO:
+            line = stage_hooks(stage["name"]).merge_line(stage, previous)
+            if line:
+                lines[stage["name"]] = line
+        previous = stage
+    return lines
+
+
+def _stage_section(stage: dict[str, Any], merge: str = "") -> str:
     parts = [f'<h3 id="stage-{esc(stage["name"])}">{esc(stage["name"])}</h3>']
+    if merge:
+        parts.append(f'<p class="merge">{esc(merge[0].upper() + merge[1:])}.</p>')
     params = flatten(stage.get("params") or {})
     if params:
         parts.append(table(["parameter", "value"], [(k, scalar_text(v)) for k, v in params]))
@@ -236,6 +252,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
                   examples: str = "") -> str:
     """`examples`: the section of removed documents' examples (publish/examples.py)."""
     output = stats["output"]
+    merges = merge_lines(stats)
     tokens = (stats.get("profile") or {}).get("tokens")
     overview = [("input documents", stats["input"]["docs"]),
                 ("input bytes", stats["input"]["bytes"]),
@@ -262,7 +279,7 @@ def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str =
               "output-langs"),
         _profile_section(stats), _read_section(stats), _mixture_section(stats),
         "<h2 id='stage-details'>Stage details</h2>",
-        *[_stage_section(s) for s in stats.get("stages") or []],
+        *[_stage_section(s, merges.get(s["name"], "")) for s in stats.get("stages") or []],
         examples,
         "<h2 id='checks'>Checks</h2>",
         table(["check", "passed"], [(k, str(v)) for k, v in stats.get("checks", {}).items()]),

@@ -134,7 +134,7 @@ def _one(run: RunFolder, fate: dict[str, Any]) -> Explanation:
         # global stages after the last document step (mixing and packing): no stats
         # entry of their own, so their hook gets stats.json's top-level figures
         listed = {e["name"] for e in run.stats.get("stages") or []}
-        doc = {**fate, **row_in(run.steps[-1], removed=False)}
+        doc = {**fate, **row_in(run.steps[-1], removed=False), "seed": run.seed}
         for stage in _work_stages(run):
             if stage not in listed:
                 entry = {"name": stage, "params": {}, "run": run.stats}

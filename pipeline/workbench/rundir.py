@@ -82,13 +82,13 @@ class RunFolder:
         fs, bare = storage.filesystem(folder)
         if not fs.exists(bare):
             return []
-        labels = sorted((p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False)),
-                        key=lambda label: int(_STEP.match(label).group(1))  # type: ignore[union-attr]
-                        if _STEP.match(label) else 0)
-        return [StepFolder(label, tuple(_STEP.match(label).group(2).split("+")),  # type: ignore[union-attr]
+        names = (p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(bare, detail=False))
+        found = [(label, m) for label in names if (m := _STEP.match(label))]
+        found.sort(key=lambda item: int(item[1].group(1)))  # by step number, stable
+        return [StepFolder(label, tuple(m.group(2).split("+")),
                            storage.join(base, "stages", label),
                            storage.join(base, "removed", label))
-                for label in labels if _STEP.match(label)]
+                for label, m in found]
 
     def stage_step(self, stage: str) -> StepFolder | None:
         """The step whose documents a stage decided on (a global stage: its applier's)."""

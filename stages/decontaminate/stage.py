@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator,
 from ...filters.decontaminate import BenchmarkMatcher, ItemPart, short_keys
 from ..base import DocumentStage, ShardContext, StageParams, StageResult
 from ..hooks import StatsEntry
+from ..paths import LocalPath
 from .background import common_snippets, default_roots
 from .benchmarks import (
     BENCHMARKS,
@@ -37,7 +38,7 @@ class BenchmarkSource(BaseModel):
 
     name: str
     """humaneval, mbpp, gsm8k, mmlu or bbh; any other name with `file` and its schema."""
-    file: str | None = None
+    file: LocalPath | None = None
     """A local/fsspec .jsonl[.gz], .json or .parquet of the items (Hub or original schema)."""
     hub: bool = True
     """Try the Hugging Face Hub when neither `file` nor a data package is available."""
@@ -90,7 +91,7 @@ class DecontaminateParams(StageParams):
     """Shorter code parts down to this length are searched when anchored on a definition
     (`def name(`) and absent from `background` (`def count(lst): return sum(lst)` only
     if real code lacks it); a bare `return x + y` never is."""
-    background: list[str] | None = None
+    background: list[LocalPath] | None = None
     """Files or folders of real code (.py) that decide which short parts are common;
     default: the running Python's standard library; [] searches every anchored part."""
 

@@ -97,10 +97,16 @@ def index_sections(index: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in index.items() if isinstance(v, dict)}
 
 
+def section_format(params: dict[str, Any]) -> int:
+    """The version of a section's files (1: an index written before sections had one)."""
+    return int(params.get("format", 1))
+
+
 def indexed_runs(runs: list[str], section: str, expected: dict[str, Any],
-                 stage: str) -> list[IndexedRun]:
+                 stage: str, version: int = 1) -> list[IndexedRun]:
     """Check each run's index `section` against the new run's parameters; refuse naming
-    the first parameter that differs. `stage`: the stage that writes the section."""
+    the first parameter that differs. `stage`: the stage that writes the section, at
+    `version` of its files (its `index_format`)."""
     out = []
     for number, run in enumerate(runs):
         index = read_index(run)
@@ -108,6 +114,11 @@ def indexed_runs(runs: list[str], section: str, expected: dict[str, Any],
         if params is None:
             raise IndexedRunError(f"against: {run} has no {section} index (that run had no "
                                   f"{stage} stage)")
+        if section_format(params) != version:
+            raise IndexedRunError(
+                f"against: {run}: its {section} index has format {section_format(params)}, "
+                f"this lemur-data reads format {version}; rebuild it with "
+                f"`lemur-data index --run-dir {run}`")
         for key, value in expected.items():
             if params.get(key) != value:
                 hint = (f" (bands x rows follow threshold and verify unless given: set "

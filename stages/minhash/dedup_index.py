@@ -43,6 +43,9 @@ from .params import MinHashParams
 from .signatures import SHINGLE_SCHEMA, doc_modes, shingle_hashes, unique_per_doc
 
 SECTION = "minhash"
+FORMAT = 1
+"""The version of this section's files: bump it with any change to their schema or
+layout (an index written before is then refused until `lemur-data index` rebuilds it)."""
 
 
 def bands_file(files: IndexFiles, part: int) -> str:
@@ -173,7 +176,7 @@ def write_shingles_from_text(files: IndexFiles, text: TextSets, keys: np.ndarray
 def checked_runs(p: MinHashParams, manifest_seed: int) -> list[IndexedRun]:
     """The `against` runs, checked: refused if an index is missing, of another format,
     or made with other MinHash parameters (IndexedRunError names the parameter)."""
-    return indexed_runs(p.against, SECTION, index_params(p, manifest_seed), "minhash")
+    return indexed_runs(p.against, SECTION, index_params(p, manifest_seed), "minhash", FORMAT)
 
 
 def indexed_bands(run: IndexedRun, part: int, partitions: int) -> pa.Table:

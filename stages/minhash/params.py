@@ -16,6 +16,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from ..base import StageParams
 from ..keeper import KeepOrder
+from ..paths import LocalPath
 
 
 class MinHashParams(StageParams):
@@ -58,7 +59,7 @@ class MinHashParams(StageParams):
     """In a bucket sorted by document, each member pairs with the next `bucket_window`
     members: all pairs for buckets up to bucket_window+1 members, a connected band of
     pairs (linear, not quadratic) for larger ones."""
-    against: list[str] = []
+    against: list[LocalPath] = []
     """Earlier finished run folders (local or fsspec): documents near-duplicating one of
     their kept documents are removed as `near_duplicate_of_earlier`, before this run's
     own clustering. Each needs a dedup index with the same seed, permutations, bands,

@@ -180,6 +180,7 @@ class MinHash(GlobalStage[MinHashParams]):
         return dedup_index.checked_runs(self.params, manifest_seed)
 
     index_section = dedup_index.SECTION
+    index_format = dedup_index.FORMAT
 
     def index_removed(self, ctx: GlobalContext) -> dict[str, str]:
         return removed_for(storage.join(ctx.work_dir, "decisions"))

@@ -12,11 +12,12 @@ at sequence boundaries.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
@@ -60,19 +61,35 @@ class AtomicFile:
         self.handle: BinaryIO = self.fs.open(self.tmp, "wb")
 
     def write(self, data: Any) -> None:
-        self.handle.write(data.data.cast("B") if isinstance(data, np.ndarray) else data)
+        view = data.data.cast("B") if isinstance(data, np.ndarray) else data
+        try:
+            self.handle.write(view)
+        except OSError as error:
+            self._failed(error, len(view))
 
     def commit(self) -> None:
-        self.handle.close()
+        try:
+            self.handle.close()  # flushes the last buffer: a full disk can show only here
+        except OSError as error:
+            self._failed(error, 0)
         if isinstance(self.fs, LocalFileSystem):
             os.replace(self.tmp, self.path)
         else:
             self.fs.mv(self.tmp, self.path)
 
     def abort(self) -> None:
-        self.handle.close()
-        if self.fs.exists(self.tmp):
-            self.fs.rm(self.tmp)
+        with contextlib.suppress(OSError):
+            self.handle.close()
+        with contextlib.suppress(OSError):
+            if self.fs.exists(self.tmp):
+                self.fs.rm(self.tmp)
+
+    def _failed(self, error: OSError, size: int) -> NoReturn:
+        """A full disk says only "[Errno 28] No space left on device": name the shard, and
+        drop the partial temporary so it neither holds the space nor stays behind."""
+        self.abort()
+        what = f"writing {size:,} bytes" if size else "flushing"
+        raise OSError(error.errno, f"{error.strerror} ({what})", self.path) from error
 
 
 @dataclass
@@ -102,6 +119,19 @@ class ShardedWriter:
 
     def add(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
         """Append whole sequences: `tokens` holds them back to back, `lengths` their sizes."""
+        try:
+            self._add(tokens, lengths)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Drop the shard being written (a failed task leaves no `.tmp-*.bin`)."""
+        if self._bin is not None:
+            self._bin.abort()
+            self._bin = None
+
+    def _add(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
         itemsize = np.dtype(self.dtype).itemsize
         tokens = np.ascontiguousarray(tokens, dtype=self.dtype)
         start = 0
@@ -121,8 +151,12 @@ class ShardedWriter:
             start += fit
 
     def close(self) -> list[ShardInfo]:
-        if self._bin is not None:
-            self._roll()
+        try:
+            if self._bin is not None:
+                self._roll()
+        except BaseException:
+            self.abort()
+            raise
         return self.shards
 
     def _open(self) -> AtomicFile:

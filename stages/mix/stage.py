@@ -86,6 +86,17 @@ class MixAndPack(GlobalStage[MixParams]):
                 "megatron": summary["megatron"]}
     Params = MixParams
 
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+        """The Megatron shard and token range a kept document ended in (mix/locate.py)."""
+        from .locate import locate
+
+        if not work.folder or not doc.get("shard") or doc.get("seed") is None:
+            return []
+        bits = int(MixParams.model_fields["hash_bits"].default)
+        return locate(doc["id"], doc["shard"].removeprefix("shard-"), doc["seed"],
+                      work.folder, bits)
+
     def __init__(self, params: MixParams, out_dir: str) -> None:
         super().__init__(params)
         self.out_dir = out_dir

@@ -9,6 +9,7 @@ takes glob patterns (local or fsspec URLs), one document per file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -20,6 +21,7 @@ import fsspec
 import pyarrow as pa
 
 from ...filters.langid.code import detect_code_language
+from ..paths import LocalPath
 from .common import (
     InputUnit,
     Reader,
@@ -44,9 +46,25 @@ _SPECIAL = {stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
             stat.S_IFDIR: "folder"}
 
 
+RUN_FOLDER = "run_folder"
+
+
+def is_run_folder(folder: str) -> bool:
+    """A lemur-data run folder: its manifest.json is a run record (has a `fingerprint`)."""
+    record = os.path.join(folder, "manifest.json")
+    try:
+        if not os.path.isfile(record) or os.path.getsize(record) > 1 << 20:
+            return False
+        with open(record, "rb") as handle:
+            recorded = json.loads(handle.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and "fingerprint" in recorded
+
+
 class TreeParams(ReaderParams):
     type: Literal["tree"]
-    root: str
+    root: LocalPath
     """Folder to walk (local). Placeholders such as {stdlib} and {purelib} work."""
     subdirs: list[str] | None = None
     """Walk only these folders below root (those missing are skipped); default: all."""
@@ -65,7 +83,7 @@ class TreeParams(ReaderParams):
 
 class FilesParams(ReaderParams):
     type: Literal["files"]
-    paths: list[str]
+    paths: list[LocalPath]
     """Files or glob patterns (local or fsspec URLs), one document per file."""
 
 
@@ -107,17 +125,32 @@ class TreeReader(Reader[TreeParams]):
         devices are no documents. Those, and symlinks not followed, become records
         with their reason, so nothing in the tree disappears without a word.
         """
-        for folder, dirs, names in os.walk(top):
+        unreadable: list[OSError] = []
+        for folder, dirs, names in os.walk(top, onerror=unreadable.append):
+            yield from self._unreadable(root, unreadable)
             dirs.sort()
             # relpath once per folder, not per file: it normalizes both paths each call
             base = os.path.relpath(folder, root).replace(os.sep, "/")
             prefix = "" if base == "." else base + "/"
+            for run in [d for d in dirs if is_run_folder(os.path.join(folder, d))]:
+                dirs.remove(run)  # an earlier run's card, manifest and shards: not input
+                yield (prefix + run, 0, f"{RUN_FOLDER}: a lemur-data run folder (its "
+                       "manifest.json has a fingerprint); not read back in as input")
             linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
             for name in sorted(names + linked):
                 rel = prefix + name
                 if not self._selected(rel):
                     continue
                 yield rel, *self._entry(os.path.join(folder, name))
+        yield from self._unreadable(root, unreadable)  # the last folder's errors come late
+
+    @staticmethod
+    def _unreadable(root: str, errors: list[OSError]) -> Iterator[tuple[str, int, str]]:
+        """A subfolder os.walk could not list (no permission, gone): a record, not a loss."""
+        while errors:
+            error = errors.pop(0)
+            where = os.path.relpath(str(error.filename), root).replace(os.sep, "/")
+            yield where, 0, f"unreadable: folder not listed ({error.strerror})"
 
     def _entry(self, full: str) -> tuple[int, str | None]:
         try:
@@ -155,7 +188,8 @@ class TreeReader(Reader[TreeParams]):
             license_ = self.params.license or unit.payload["licenses"].get(repo)
             if skipped is not None:
                 reason = ("symlink" if skipped.startswith("symlink") else "unreadable_file"
-                          if skipped.startswith("unreadable") else "not_regular_file")
+                          if skipped.startswith("unreadable") else RUN_FOLDER
+                          if skipped.startswith(RUN_FOLDER) else "not_regular_file")
                 rows.add(rel, "", reason, f"{rel}: {skipped}", path=rel, repo=repo or base,
                          license=license_)
                 continue

@@ -7,11 +7,12 @@ rows; a downloaded (non-streaming) or saved dataset is cut into shards of 10,000
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pyarrow as pa
 from pydantic import model_validator
 
+from ..paths import LocalPath, PathField
 from .common import (
     InputUnit,
     Reader,
@@ -51,11 +52,11 @@ def script_message(path: str, name: str | None, split: str, script: str) -> str:
 
 class HFDatasetParams(ReaderParams):
     type: Literal["hf_dataset"]
-    path: str
+    path: Annotated[str, PathField(when="from_disk")]
     """Hub id (`bigcode/the-stack-smol`), a builder (`json`, `parquet`) or a saved folder."""
     name: str | None = None
     split: str = "train"
-    data_files: list[str] | str | None = None
+    data_files: list[LocalPath] | LocalPath | None = None
     data_dir: str | None = None
     revision: str | None = None
     streaming: bool = True

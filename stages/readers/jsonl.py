@@ -18,6 +18,7 @@ from typing import IO, Any, Literal
 import fsspec
 import pyarrow as pa
 
+from ..paths import LocalPath
 from .common import (
     InputUnit,
     Reader,
@@ -38,7 +39,7 @@ _COMPRESSED = (".gz", ".zst", ".zstd", ".bz2", ".xz", ".lzma")
 
 class JsonlParams(ReaderParams):
     type: Literal["jsonl"]
-    paths: list[str]
+    paths: list[LocalPath]
     """Files or glob patterns; compression is inferred from the extension."""
     where: RowFilter | None = None
     """Read only the records whose (dotted) field has one of the values (readers/where.py);

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
 from pydantic import PositiveInt
 
+from ..paths import LocalPath
 from .common import (
     READ_SCHEMA,
     InputUnit,
@@ -41,7 +42,7 @@ MAPPED_TARGETS = ("lang", "path", "repo", "license", "url", "stars", "license_ty
 
 class ParquetParams(ReaderParams):
     type: Literal["parquet"]
-    paths: list[str]
+    paths: list[LocalPath]
     """Files or glob patterns, local or fsspec URLs (hf://datasets/..., s3://...)."""
     where: RowFilter | None = None
     """Read only the rows whose field has one of the values (readers/where.py); row

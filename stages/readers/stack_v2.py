@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import NonNegativeInt, PositiveInt
 
+from ..paths import LocalPath
 from .common import READ_SCHEMA, ReaderError, document_id
 from .parquet import MAPPED_TARGETS, ParquetParams, ParquetReader, _mapped
 
@@ -51,7 +52,7 @@ _REQUIRED = ("blob_id", "src_encoding")
 
 class StackV2Params(ParquetParams):
     type: Literal["stack_v2"]  # pyright: ignore[reportIncompatibleVariableOverride]  # its own tag
-    paths: list[str]
+    paths: list[LocalPath]
     """The metadata parquet: `hf://datasets/bigcode/the-stack-v2-dedup/data/Python/*.parquet`."""
     bucket: str = "softwareheritage"
     prefix: str = "content/"

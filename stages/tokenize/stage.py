@@ -33,7 +33,10 @@ class Tokenize(DocumentStage[TokenizeParams]):
     name = "tokenize"
     about = (
         "token ids per document, EOS after each (removes nothing)")
-    rate_mb_s = (3.0, 3.0)  # MB/s per core (code, text); docs/benchmarks.md
+    # MB/s per core (code, text): fastokens, 33 on stdlib code and 27 on help() prose
+    # (2026-12-01, load average 11-23 on the shared 2 cores; 3.0 with sentencepiece):
+    # `python -m tests.bench.bench_tokenize 8`, charged a little under.
+    rate_mb_s = (30.0, 25.0)
 
     @classmethod
     def cost(cls, params: TokenizeParams | None, size: CostInput) -> Cost:
@@ -41,6 +44,19 @@ class Tokenize(DocumentStage[TokenizeParams]):
         base = super().cost(params, size)
         return Cost(base.core_hours, size.input_bytes / 3.5 * 2 * 1.2, base.memory_mb)
     Params = TokenizeParams
+
+    report_hidden = ("encoder",)  # said in a sentence (card_notes), not a figure table
+
+    @classmethod
+    def card_notes(cls, entry: dict[str, Any]) -> list[str]:
+        """Which encoder ran (its run_facts) and, if not fastokens, why."""
+        encoder = entry.get("encoder")
+        if not encoder:
+            return []
+        if encoder.get("note"):
+            return [f"Encoded by {encoder['engine']}, the reference ({encoder['note']})."]
+        return [f"Encoded by {encoder['engine']}, checked at load to give the ids of "
+                f"{encoder['reference']}."]
 
     @classmethod
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:

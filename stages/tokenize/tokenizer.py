@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
+from ..paths import LocalPath
 from ..user_file import MiB, read_user_file
 from . import backends, convert
 
@@ -45,9 +46,9 @@ class TokenizerConfig(BaseModel):
     """A Hub tokenizer id (meta-llama/Llama-2-70b-hf); needs the network (and HF_TOKEN if gated)."""
     revision: str | None = None
     """Hub revision (branch, tag or commit) for `hf`."""
-    file: str | None = None
+    file: LocalPath | None = None
     """A local (or fsspec) tokenizer.json."""
-    sentencepiece: str | None = None
+    sentencepiece: LocalPath | None = None
     """A local (or fsspec) SentencePiece .model file."""
     package: str | None = None
     """`package:relative/path` of a tokenizer file a Python package ships."""

@@ -56,8 +56,10 @@ def manifest(folder: Path) -> Path:
 def code_path(checkout: Path | None, folder: Path) -> dict[str, str]:
     """PYTHONPATH that makes `lemur_data` the given checkout (before the installed one)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    # this script's own Ray (its own port and temp dir): no token to find, none needed
+    # this script's own Ray (its own port and temp dir, loopback only as a build's own
+    # local Ray is: pipeline/local_ray.py): no token to find
     env["RAY_AUTH_MODE"] = "disabled"
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     if checkout is None:
         return env
     shim = folder / "shim" / "lemur_data"
