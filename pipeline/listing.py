@@ -11,6 +11,7 @@ it is refused with what changed, or, with `--relist`, starts over.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..stages import storage
@@ -65,4 +66,7 @@ def recorded(run_dir: str) -> dict[str, Any] | None:
 
 
 def record(run_dir: str, listing: dict[str, Any]) -> None:
-    storage.write_json_atomic(storage.join(run_dir, LISTING), listing)
+    # ASCII JSON: a file named with non-UTF-8 bytes is listed with a lone surrogate
+    # (os.fsdecode), which UTF-8 cannot encode; "\\udcef" escapes read back the same.
+    text = json.dumps(listing, indent=2, sort_keys=True) + "\n"
+    storage.write_bytes_atomic(storage.join(run_dir, LISTING), text.encode())

@@ -107,7 +107,7 @@ def detect_code_language(path: str, content: bytes = b"") -> str | None:
     enry = _enry()
     content = content_window(content)
     CALLS["get_language"] += 1
-    language: str = enry.get_language(path, content)
+    language: str = enry.get_language(_utf8(path), content)
     if language == "JavaScript" and content.startswith(b"#!"):
         suffix = path.rsplit("/", 1)[-1].rpartition(".")[2]
         kept = _EXTENSION_OVER_SHEBANG.get("." + suffix)
@@ -142,5 +142,13 @@ def in_class(kind: FileClass, path: str, content: bytes = b"") -> bool:
     the `kind` class?"""
     function = getattr(_enry(), kind.function)
     CALLS[kind.function] += 1
+    path = _utf8(path)
     return bool(function(path, content_window(content)) if kind.needs_content
                 else function(path))
+
+
+def _utf8(path: str) -> str:
+    """`path` as enry-python can encode it: a file name with non-UTF-8 bytes
+    (surrogateescape, as os.listdir gives it) keeps its extension, the bad bytes
+    become U+FFFD (enry calls `path.encode()`, which refuses lone surrogates)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
