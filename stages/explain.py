@@ -1,5 +1,6 @@
 """What a stage tells the workbench (`lemur-data inspect` / `explain`) about one of its
-decisions: the types of the `explain` and `locate` hooks of the stage contract.
+decisions: the types of the `explain` and `locate` hooks of the stage contract
+(`StageHooks`, stages/hooks.py, where their defaults say nothing).
 
 - `explain(doc, entry, work) -> list[str]`: a few lines on what the stage decided about
   one document and why: its scores against the thresholds of `entry["params"]` (as

@@ -3,7 +3,8 @@
 Every stage class (`DocumentStage`, `GlobalStage`, stages/base.py) is a `StageHooks`,
 so a stage's facts live in its own module: the line the dataset card prints, its
 figures in stats.json, its notes and chapter in the card, its figures in the report,
-its part of the output profile and its cost for `lemur-data plan`. The runner and the
+its part of the output profile, its cost for `lemur-data plan`, and what `explain` and
+`inspect` say about one of its decisions. The runner and the
 publisher (pipeline/) call these hooks for every stage of a run and name none; every
 hook has a default that adds nothing, so a stage overrides only what it has.
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
+
+from .explain import Span, WorkFiles
 
 StatsEntry = dict[str, Any]
 """A stage's entry in stats.json's `stages` (name, in/kept/removed, by_* counts, params,
@@ -188,6 +191,20 @@ class StageHooks:
         shards (stats.json's `profile.<key>`); {} when the shard lacks its columns.
         `lang` is already "unknown" where it was missing."""
         return {}
+
+    @classmethod
+    def explain(cls, doc: dict[str, Any], entry: StatsEntry, work: WorkFiles) -> list[str]:
+        """`lemur-data explain`: a few lines on what the stage decided about one document
+        and why, from the run folder alone (stages/explain.py). `doc`: the document as
+        the stage left it; `entry`: its stats entry (`given`: its parameters as the
+        manifest wrote them); `work`: its work folder, for a global stage."""
+        return []
+
+    @classmethod
+    def locate(cls, doc: dict[str, Any], entry: StatsEntry) -> list[Span]:
+        """`inspect` / the report's examples: where in `doc["text"]` the stage's rule
+        found what it acted on (a syntax error, a redaction), to mark it."""
+        return []
 
     @classmethod
     def cost(cls, params: Any, size: CostInput) -> Cost:

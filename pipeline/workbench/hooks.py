@@ -16,9 +16,11 @@ _CLASSES = LazyStages(STAGE_INFO)  # the implicit stages (tokenize, mix) too
 
 
 def _hook(stage: str, name: str) -> Any:
+    """The stage's `explain` or `locate` (stages/hooks.py, StageHooks); None for a name
+    without a class (ingest: the readers)."""
     if stage not in _CLASSES:
         return None
-    return getattr(_CLASSES[stage], name, None)
+    return getattr(_CLASSES[stage], name)
 
 
 def explain_lines(stage: str, doc: dict[str, Any], entry: dict[str, Any],
