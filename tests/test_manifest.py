@@ -166,6 +166,8 @@ def test_stage_and_top_level_path_fields_are_resolved(tmp_path: Path) -> None:
         "background": ["{stdlib}/json"]}},
         {"exact_dedup": {"against": ["../earlier"]}}]
     raw["tokenizer"] = {"file": "tok/tokenizer.json"}
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{}")  # validation: the file exists
     manifest = parse_manifest(raw, "m.yaml", tmp_path)
     assert manifest.sources[3].reader.data_files == str(tmp_path / "web.jsonl")
     decontaminate, dedup = (s.params for s in manifest.stage_specs)
