@@ -62,3 +62,41 @@ def test_no_silent_type_damage(tmp_path: Path) -> None:
                             _good(1, "y = 2\n", stars=2**63 - 1)])
     assert rows[0]["license"] == "MIT,Apache-2.0"  # not "MIT,None,Apache-2.0"
     assert rows[1]["stars"] == 2**63 - 1 and rows[1]["reason"] is None
+
+
+def test_a_huge_line_in_a_small_gzip_is_too_large_without_being_held(tmp_path: Path) -> None:
+    """200 MB on one line, about 200 KB gzipped, between two good lines: the line is read
+    in pieces and dropped (`too_large`), and the reader's peak memory stays far below it."""
+    import gzip
+    import subprocess
+    import sys
+
+    with gzip.open(tmp_path / "big.jsonl.gz", "wb", compresslevel=1) as out:
+        out.write((_good(0, "x = 1\n") + "\n").encode())
+        out.write(b'{"content": "')
+        for _ in range(200):
+            out.write(b"a" * (1 << 20))
+        out.write(b'"}\n')
+        out.write((_good(2, "y = 2\n") + "\n").encode())
+    assert (tmp_path / "big.jsonl.gz").stat().st_size < 2 << 20
+    code = (
+        "import json, resource, sys\nfrom pathlib import Path\n"
+        "from lemur_data.pipeline.manifest import parse_manifest\n"
+        "from lemur_data.stages.ingest import plan_units, read_unit\n"
+        "m = parse_manifest({'name': 'g', 'sources': [{'name': 'j', 'kind': 'code',"
+        " 'max_doc_bytes': '1MiB', 'columns': {'text': 'content'},"
+        " 'reader': {'type': 'jsonl', 'paths': ['big.jsonl.gz']}}]},"
+        " 'm', Path(sys.argv[1]))\n"
+        "s = m.sources[0]\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "rows = [r for u in plan_units(s.reader, s.info(), 100, 2**30)"
+        " for r in read_unit(s.reader, s.info(), u).to_pylist()]\n"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(json.dumps({'grew_kb': grew, 'rows': [[r['reason'], r['detail']] for r in rows]}))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert [r for r, _ in result["rows"]] == [None, "too_large", None], result["rows"]
+    assert "line 2: a line of 209715216 bytes" in result["rows"][1][1]
+    assert result["grew_kb"] < 64 * 1024, result  # < 64 MB for a 200 MB line (limit: 2 MiB)

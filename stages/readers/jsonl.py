@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import lzma
+from collections.abc import Iterator
 from typing import IO, Any, Literal
 
 import fsspec
@@ -81,17 +82,24 @@ class JsonlReader(Reader[JsonlParams]):
         offset, line_no = start, 0
         try:
             with fsspec.open(path, "rb") as raw, _decompressed(raw, path) as handle:
+                limit = 2 * self.source.max_doc_bytes  # the JSON of a document at the limit
                 if start:  # the line holding byte start - 1 belongs to the range before
                     handle.seek(start - 1)
-                    offset = start - 1 + len(handle.readline())
-                for line_no, raw_line in enumerate(handle, start=1):  # noqa: B007 - used after the loop
+                    offset = start - 1 + sum(_skip_line(handle, b""))
+                for line_no, (raw_line, length) in enumerate(  # noqa: B007 - used after the loop
+                        _bounded_lines(handle, limit), start=1):
                     if end is not None and offset >= end:
                         break
                     # Line numbers only where counting starts at the file's first line.
                     where = f"line {line_no}" if not start else f"byte {offset}"
-                    if raw_line.strip():
+                    if raw_line is None:  # longer than the limit: never held in memory whole
+                        rows.add(f"{rel}#@{offset}", "", "too_large",
+                                 f"{rel} {where}: a line of {length} bytes, over 2x "
+                                 f"max_doc_bytes ({limit}); read in pieces and dropped",
+                                 path=rel)
+                    elif raw_line.strip():
                         self._add_guarded(rows, f"{rel}#@{offset}", where, raw_line, rel)
-                    offset += len(raw_line)
+                    offset += length
         except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
             where = f"after line {line_no}" if not start else f"at byte {offset}"
             if self.source.on_bad_file == "fail":
@@ -190,3 +198,34 @@ def _lookup(record: dict[str, Any], key: str | None) -> Any:
             return None
         value = value.get(part)
     return value
+
+
+_PIECE = 1 << 20
+
+
+def _bounded_lines(handle: IO[bytes] | io.BufferedIOBase, limit: int,
+                   ) -> Iterator[tuple[bytes | None, int]]:
+    """(line, its length) of each line, reading at most `limit` + 1 bytes of one line at a
+    time: a line longer than that (a 400 MB line inside a 611 KB gzip) comes as (None, its
+    length), its rest skipped in pieces, so memory stays bounded by the limit whatever
+    the compression ratio or the growth of the file since planning."""
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line, len(line)
+            continue
+        yield None, sum(_skip_line(handle, line))
+
+
+def _skip_line(handle: IO[bytes] | io.BufferedIOBase, first: bytes) -> Iterator[int]:
+    """Lengths of the pieces up to the end of the current line (`first` already read)."""
+    piece = first
+    if piece:
+        yield len(piece)
+    while not piece.endswith(b"\n"):
+        piece = handle.readline(_PIECE)
+        if not piece:
+            return
+        yield len(piece)
