@@ -621,3 +621,53 @@ def test_bootstrap_3_css_with_legacy_hacks_is_kept() -> None:
     assert min(result.table.column("syntax_missing_nodes").to_pylist()) >= 1  # the hacks
     damaged = documents_table([_doc(0, texts[2].replace("}", "", 1), "CSS")])
     assert stage.apply(damaged, CTX).reasons.to_pylist() == ["unbalanced"]
+
+
+def _stage_reasons(texts: list[str], language: str) -> list[str | None]:
+    stage = Syntax(SyntaxParams())
+    stage.setup()
+    docs = documents_table([_doc(i, t, language) for i, t in enumerate(texts)])
+    return stage.apply(docs, CTX).reasons.to_pylist()
+
+
+def test_html_as_browsers_read_it_is_kept() -> None:
+    """Real documentation pages as browsers accept them: `<p>` and `<li>` never closed,
+    `<html>`/`<body>` end tags left out, a stray `</ul>` or `</body>`, unquoted
+    attributes (`<p align=center>`), `<a name=x>` never closed (libntl-dev, libvorbis-dev,
+    ruby-redcloth), and Bootstrap 2's docs whose Jinja-like markup makes the grammar
+    invent a token. html5lib (the WHATWG algorithm) reports none of them broken; the
+    stage keeps all. A page cut inside its markup, or that lost a `</div>`, is removed."""
+    from tests.calibration import oracle
+
+    pages = [fixture("libntl-dev") / "usr/share/doc/libntl-dev/NTL/tour-ex1.html",
+             fixture("libvorbis-dev") / "usr/share/doc/libvorbis-dev/html/vorbisfile/"
+             "seeking.html",
+             fixture("ruby-redcloth") / "usr/share/doc/ruby-redcloth/rdoc/index.html",
+             fixture("twitter-bootstrap") / "package/docs/customize.html"]
+    data = [p.read_bytes() for p in pages]
+    assert data[0].count(b"<p") > 50 * data[0].count(b"</p>") and b"<p align=center>" in data[0]
+    assert b"</html>" not in data[2].lower() and data[1].count(b"</ul>") > data[1].count(b"<ul")
+    assert all(oracle.html(d) for d in data)
+    texts = [d.decode() for d in data]
+    assert _stage_reasons(texts, "HTML") == [None] * 4
+    div = texts[3].index("<div", len(texts[3]) // 2)
+    damaged = [texts[3][:div + 40], texts[3].replace("</div>", "", 1)]
+    assert not any(oracle.html(t.encode()) for t in damaged)
+    assert _stage_reasons(damaged, "HTML") == ["unbalanced"] * 2
+
+
+def test_bootstrap_2_css_and_python_2_are_kept() -> None:
+    """Bootstrap 2.1's CSS (npm's twitter-bootstrap) with its IE hacks, and Python 2 only
+    code (BeautifulSoup 3: `print "..." % x`, which `compile()` rejects): tree-sitter-
+    python reads Python 2's print statement, so the stage keeps it, as The Stack labels
+    it Python; cut copies of both are removed."""
+    css = (fixture("twitter-bootstrap") / "package/docs/assets/css/bootstrap.css").read_text()
+    assert "*zoom: 1" in css and "progid:" in css and "\\9" in css
+    assert _stage_reasons([css, css[: len(css) // 2]], "CSS") == [None, "unbalanced"]
+    soup = fixture("BeautifulSoup") / "BeautifulSoup-3.2.2/BeautifulSoup.py"
+    code = soup.read_text()
+    assert 'print "' in code
+    with pytest.raises(SyntaxError):
+        compile(code, str(soup), "exec")
+    cut = code[: code.index("\n", code.index("def ", len(code) // 2)) + 1]
+    assert _stage_reasons([code, cut], "Python") == [None, "syntax_error"]

@@ -12,14 +12,9 @@ comment, string or heredoc still open at the end of the file counts one too.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from typing import TYPE_CHECKING
 
 from .preprocessor import PREPROCESSED
 from .shell import shell_imbalance
-
-if TYPE_CHECKING:
-    from tree_sitter import Node
 
 # What hides brackets from the count: comments, strings, char literals (and in C,
 # preprocessor lines, balanced apart). Unterminated strings stop at the line end, an
@@ -116,39 +111,68 @@ def c_imbalance(data: bytes) -> int:
 
 
 
-# Elements that real HTML closes explicitly: the parser may imply `</p>` or `</li>`,
-# never `</div>` or `</table>`. Void elements (`<br>`) have no end tag at all.
+# Elements whose end tag HTML requires (WHATWG HTML, 13.1.2.4 "Optional tags": `</p>`,
+# `</li>`, `</td>`... may be implied, and so may `</html>`, `</head>` and `</body>`; void
+# elements such as `<br>` have none). What the HTML parsing algorithm reports at the end
+# of the file is such an element still open ("expected-closing-tag-but-got-eof" in
+# html5lib). Not counted: an end tag with no open element, which browsers ignore (old
+# documentation pages close a `</ul>` or `</body>` never opened), and the formatting
+# elements (13.2.4.3: `a`, `b`, `font`, `tt`...), which the parser's adoption agency
+# closes and reopens around blocks (`<a name=x>` never closed, in pages of the 1990s).
 ALWAYS_CLOSED = frozenset(
-    b"html head body title div span a table form select textarea script style pre "
+    b"title div span table form select textarea script style pre "
     b"ul ol dl blockquote section nav header footer main article aside iframe svg "
-    b"button label h1 h2 h3 h4 h5 h6 b i u s em strong code small sup sub tt kbd var "
-    b"samp abbr cite center font big".split())
-HTML_TAGS_QUERY = """
-(start_tag (tag_name) @open)
-(end_tag (tag_name) @close)
-(erroneous_end_tag (erroneous_end_tag_name) @close)
-"""
+    b"button label h1 h2 h3 h4 h5 h6 sup sub kbd var samp abbr cite center".split())
 
 
-_ANY_TAG = re.compile(rb"<(/?[a-z][a-z0-9]*)")
+_TAG_START = re.compile(rb"<[!/?a-zA-Z]")
 
 
-def html_tag_imbalance_lexical(data: bytes) -> int:
-    """`html_tag_imbalance` from the bytes alone (scripts and comments not set apart)."""
-    counts = Counter(_ANY_TAG.findall(data.lower()))
-    return sum(abs(counts[name] - counts[b"/" + name]) for name in ALWAYS_CLOSED
-               if name in counts or b"/" + name in counts)
+def html_cut_in_markup(data: bytes) -> int:
+    """1 where the file ends inside a tag (a `<name` or `</` with no `>` after it) or
+    inside a comment (`<!--` without its `-->`), as a file cut mid-markup does (html5lib's
+    "eof-in-tag-name", "eof-in-attribute-value-...", "eof-in-comment"); else 0. A `<`
+    followed by a space or digit is text to HTML."""
+    tail = data[data.rfind(b">") + 1:]
+    if _TAG_START.search(tail):
+        return 1
+    return int(data.rfind(b"<!--") > data.rfind(b"-->"))
 
 
-def html_tag_imbalance(data: bytes, captures: dict[str, list[Node]]) -> int:
-    """Start tags minus end tags, per always-closed element name, summed in absolute value."""
-    balance: dict[bytes, int] = {}
-    for name, step in (("open", 1), ("close", -1)):
-        for node in captures.get(name, ()):
-            tag = data[node.start_byte:node.end_byte].lower()
-            if tag in ALWAYS_CLOSED:
-                balance[tag] = balance.get(tag, 0) + step
-    return sum(abs(v) for v in balance.values())
+# Comments and raw-text elements as one match each (their content holds no tags), else
+# one start or end tag.
+_HTML_TOKENS = re.compile(
+    rb"<!--.*?(?:-->|\Z)|<(script|style|textarea|title)\b[^>]*>.*?(?:</\1\s*>|(\Z))"
+    rb"|<(/?)([a-zA-Z][a-zA-Z0-9]*)", re.S | re.I)
+
+
+def html_unclosed(data: bytes) -> int:
+    """Elements whose end tag HTML requires (ALWAYS_CLOSED) left open, in document order as
+    the HTML parsing algorithm closes them: an end tag closes the innermost open element
+    of its name and every element opened inside it (each of those counts one, as the
+    algorithm reports a parse error for it); an end tag with no open element of its name
+    is ignored; what is open at the end counts one each. Comments and the bodies of
+    `script`, `style`, `textarea` and `title` are skipped (a raw-text element never closed
+    counts one)."""
+    stack: list[bytes] = []
+    unclosed = 0
+    for match in _HTML_TOKENS.finditer(data):
+        raw, cut, slash, name = match.groups()
+        if raw is not None:
+            unclosed += cut is not None
+            continue
+        if name is None:
+            continue  # a comment
+        name = name.lower()
+        if name not in ALWAYS_CLOSED:
+            continue
+        if not slash:
+            stack.append(name)
+        elif name in stack:
+            depth = len(stack) - 1 - stack[::-1].index(name)
+            unclosed += len(stack) - 1 - depth
+            del stack[depth:]
+    return unclosed + len(stack)
 
 
 # --- PHP: code brackets, and braces of the inline HTML ------------------------------

@@ -10,7 +10,14 @@
 - Rust: `rustfmt` reading stdin (rustc's parser; no module files are loaded), in the
   2021 edition, else 2015, whichever accepts the original;
 - TypeScript: TypeScript 5.6's own parser (`ts.createSourceFile`, its parse
-  diagnostics), one node process for all files.
+  diagnostics), one node process for all files;
+- HTML: html5lib, the WHATWG parsing algorithm browsers run. A browser accepts any
+  bytes; what it reports as a parse error and the damage breaks is an element whose
+  end tag is required still open at the end of the file, or the file ending inside a
+  tag, attribute or comment (`html`). Stray end tags, bad attributes and the rest
+  are errors browsers recover from, not counted.
+CSS has none: a CSS parser (tinycss2, as browsers) accepts a file with a `}` dropped
+or cut mid-rule as it accepts the original; its copies count by construction.
 The tools come from Debian and npm, unpacked without root by
 `python tests/fixtures/fetch.py --oracles`. Java has none here: javac compiles,
 and a file alone does not compile without its classpath; its copies count by
@@ -73,6 +80,37 @@ def python3(data: bytes) -> bool | None:
         except (SyntaxError, ValueError):
             return False
     return True
+
+
+# Elements HTML lets a document leave open (WHATWG HTML 13.1.2.4, "Optional tags", as
+# html5lib's end-of-file check lists them) and the formatting elements the parser's
+# adoption agency closes and reopens (13.2.4.3).
+HTML_IMPLIED = frozenset(("html", "head", "body", "p", "li", "dd", "dt", "rb", "rp", "rt",
+                          "rtc", "option", "optgroup", "colgroup", "caption", "thead",
+                          "tbody", "tfoot", "tr", "td", "th"))
+HTML_FORMATTING = frozenset(("a", "b", "big", "code", "em", "font", "i", "nobr", "s",
+                             "small", "strike", "strong", "tt", "u"))
+# html5lib's codes for a file that ends inside a tag, attribute, comment or doctype;
+# the elements still open are read from the tree instead of its EOF error.
+_HTML_CUT = ("eof-in-", "expected-attribute-name-but-got-eof",
+             "expected-attribute-value-but-got-eof", "expected-end-of-tag-name-but-got-eof",
+             "unexpected-EOF-after-solidus-in-tag", "expected-named-closing-tag-but-got-eof",
+             "expected-doctype-name-but-got-eof", "expected-numeric-entity-but-got-eof")
+
+
+def html(data: bytes) -> bool | None:
+    """False where html5lib, at the end of the file, holds open an element whose end
+    tag HTML requires (`div`, `table`, `pre`...; not `p`, `li`, `body` nor `a`, `b`), or
+    the file ends inside a tag, attribute or comment. Stray end tags, bad attributes and
+    the rest are errors browsers recover from."""
+    import html5lib
+
+    parser = html5lib.HTMLParser(strict=False)
+    parser.parse(data)
+    if any(code.startswith(_HTML_CUT) for _, code, _ in parser.errors):
+        return False
+    return all(element.name in HTML_IMPLIED or element.name in HTML_FORMATTING
+               for element in parser.tree.openElements)
 
 
 def bash(data: bytes) -> bool | None:
@@ -148,13 +186,13 @@ typescript = TypeScriptParser()
 ORACLES: dict[str, Callable[[bytes], bool | None]] = {
     "Python": python3, "Shell": bash, "JavaScript": node, "C": gcc,
     "C++": lambda data: gcc(data, cpp=True), "PHP": php, "Ruby": ruby, "Go": go,
-    "Rust": rust,
+    "Rust": rust, "HTML": html,
 }
 
 
 # Oracles every machine that runs the tests has (in process, or bash, node and gcc):
 # the quick calibration test uses only these; the others are fetched for labelling.
-SYSTEM = frozenset(("Python", "Shell", "JavaScript", "C", "C++"))
+SYSTEM = frozenset(("Python", "Shell", "JavaScript", "C", "C++", "HTML"))
 
 
 def for_file(language: str, original: bytes, name: str = "", fetched: bool = True

@@ -36,6 +36,12 @@ FIXTURES = cache_dir()
 PER_LANGUAGE = 600
 LANGUAGES = ["Python", "JavaScript", "TypeScript", "Java", "C", "C++", "Go", "Rust", "PHP",
              "Ruby", "Shell"]
+# The syntax stage's lists: the code languages, and HTML and CSS (the detection sample,
+# `detection_sample`, keeps to LANGUAGES).
+SYNTAX_LANGUAGES = [*LANGUAGES, "HTML", "CSS"]
+# Languages whose files `list` looks for among these name endings only (reading and
+# detecting every file of the fixtures for them costs minutes; The Stack's extensions).
+SUFFIXES = {"HTML": (".html", ".htm", ".xhtml", ".inc"), "CSS": (".css",)}
 KINDS = corpus.DAMAGES + damage.KINDS
 # Folders whose files are meant not to parse, or are not the language they look like.
 EXCLUDE = ("/test/bad", "badsyntax", "/testdata/", "/lib2to3/tests/data", "/py2_",
@@ -129,10 +135,14 @@ def write_lists(languages: list[str]) -> None:
     by_language: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     seen: set[str] = set()
     tuned = calibration_packages()
+    suffixes = (tuple(s for language in languages for s in SUFFIXES[language])
+                if all(language in SUFFIXES for language in languages) else None)
     for package, entries in sorted(packages().items()):
         if not in_validation(package) or package in tuned:
             continue
         for entry in entries:
+            if suffixes is not None and not entry.lower().endswith(suffixes):
+                continue
             real = entry if "!" in entry else os.path.realpath(expand(entry))
             if real in seen:
                 continue
@@ -371,7 +381,7 @@ def table_row(language: str, result: dict) -> str:
 
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else "measure"
-    languages = sys.argv[2:] or LANGUAGES
+    languages = sys.argv[2:] or SYNTAX_LANGUAGES
     if command == "list":
         write_lists(languages)
     elif command == "label":
