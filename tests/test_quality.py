@@ -468,3 +468,20 @@ def test_line_count_and_alphabetic_fraction_rules_on_real_files() -> None:
     reasons = _run(tables, {"code": starcoder})[0]
     assert reasons.count("alpha_fraction") >= 10, reasons  # the rest: short tables, passing
     assert set(_run(tables, {"code": {**starcoder, "min_alpha_fraction": None}})[0]) == {None}
+
+
+def test_invisible_characters_rule_is_off_by_default_and_flags_trojan_source() -> None:
+    source = _real_python()
+    # CVE-2021-42574's "early return" form: an RLO/LRI pair hides code inside a comment
+    trojan = source.replace("def py_scanstring(", "def py_scanstring(  # \u202e } \u2066"
+                            "if admin:\u2069 \u2066 begin\n    pass\n\ndef _x(", 1)
+    zero_width = source.replace("def JSONObject(", "def JSON\u200bObject(", 1)
+    assert trojan != source and zero_width != source
+    relaxed = STARCODER2.updated({"max_line_length": None, "mean_line_length": None})
+    on = relaxed.updated({"invisible_chars": True})
+    with_bom = "\ufeff" + source
+    assert [code_rules.check_one(t, relaxed)[0] for t in (trojan, zero_width)] == [None, None]
+    assert [code_rules.check_one(t, on)[0] for t in (source, with_bom, trojan, zero_width)] == \
+        [None, None, "invisible_chars", "invisible_chars"]
+    d = code_rules.CodeDoc(trojan, code_rules.LineMetrics.of(trojan))
+    assert on.check(d) == "invisible_chars" and d.detail and d.detail.startswith("U+202E on line")

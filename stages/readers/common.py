@@ -208,6 +208,43 @@ _BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
          (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
+class RowError(ValueError):
+    """A row with a mapped field that cannot be stored as its column's type: quarantined
+    alone (`ingest:invalid_field`, naming the file, row and field), never the whole file."""
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def coerce_field(target: str, key: str | None, value: Any) -> Any:
+    """A mapped value as its document column stores it, or RowError naming `key`.
+
+    `stars` must be a whole number within int64 (a "x", a float, 2**64 or Infinity is an
+    error, not a silent None or -1); a list (licenses) is joined without its nulls, so
+    ["MIT", null] is "MIT", not "MIT,None"; a mapping (a struct `repo`) is an error."""
+    if value is None:
+        return None
+    if target == "stars":
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise RowError(f"field {key!r} ({target}) is {type(value).__name__} "
+                           f"{str(value)[:40]!r}, not a whole number")
+        try:
+            number = int(value)
+        except ValueError:
+            raise RowError(f"field {key!r} ({target}) is {str(value)[:40]!r}, not a whole "
+                           "number") from None
+        if not INT64_MIN <= number <= INT64_MAX:
+            raise RowError(f"field {key!r} ({target}) is {str(number)[:40]}..., beyond int64")
+        return number
+    if target in ("generated", "vendor"):
+        return value if isinstance(value, bool) else None
+    if isinstance(value, dict):
+        raise RowError(f"field {key!r} ({target}) is a mapping, not a string")
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value if v is not None) or None
+    return str(value)
+
+
 def decode_bom(raw: bytes) -> tuple[str, str | None] | None:
     """Text of a UTF-16/32 file that starts with its byte order mark (Windows editors write
     them; The Stack v2 decodes by its `src_encoding` the same way), the BOM dropped; None
@@ -318,4 +355,5 @@ def chunk_by(items: list[Any], sizes: list[int], max_items: int, max_bytes: int)
 
 __all__ = ["DOCUMENT_COLUMNS", "READ_SCHEMA", "InputUnit", "Reader", "ReaderError",
            "ReaderParams", "RowCollector", "SourceInfo", "bad_file_table", "chunk_by",
-           "decode_bom", "decode_text", "document_id", "escape_surrogates", "expand_paths"]
+           "RowError", "coerce_field", "decode_bom", "decode_text", "document_id",
+           "escape_surrogates", "expand_paths"]

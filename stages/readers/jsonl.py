@@ -25,7 +25,9 @@ from .common import (
     ReaderError,
     ReaderParams,
     RowCollector,
+    RowError,
     bad_file_table,
+    coerce_field,
     decode_text,
     expand_paths,
     file_size,
@@ -88,7 +90,7 @@ class JsonlReader(Reader[JsonlParams]):
                     # Line numbers only where counting starts at the file's first line.
                     where = f"line {line_no}" if not start else f"byte {offset}"
                     if raw_line.strip():
-                        self._add_line(rows, f"{rel}#@{offset}", where, raw_line, rel)
+                        self._add_guarded(rows, f"{rel}#@{offset}", where, raw_line, rel)
                     offset += len(raw_line)
         except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
             where = f"after line {line_no}" if not start else f"at byte {offset}"
@@ -99,13 +101,28 @@ class JsonlReader(Reader[JsonlParams]):
             return pa.concat_tables([table, bad])
         return rows.table()
 
+    def _add_guarded(self, rows: RowCollector, locator: str, where: str, raw: bytes,
+                     rel: str) -> None:
+        """One line; whatever it raises costs that line only, never the rest of the file."""
+        try:
+            self._add_line(rows, locator, where, raw, rel)
+        except RowError as error:
+            rows.add(locator, raw.decode("utf-8", "replace"), "invalid_field",
+                     f"{rel} {where}: {error}", path=rel)
+        except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as error:
+            rows.add(locator, raw.decode("utf-8", "replace"), "invalid_json",
+                     f"{rel} {where}: {type(error).__name__}: {str(error)[:200]}", path=rel)
+
     def _add_line(self, rows: RowCollector, locator: str, where: str, raw: bytes,
                   rel: str) -> None:
         line, bad_utf8 = decode_text(raw)
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
-            rows.add(locator, line, "invalid_json", f"{where}: {error}", path=rel)
+        except (ValueError, RecursionError) as error:
+            # also a 5,000-digit integer (int's digit limit) and 100k nested arrays
+            detail = error if isinstance(error, json.JSONDecodeError) else \
+                f"{type(error).__name__}: {str(error)[:200]}"
+            rows.add(locator, line, "invalid_json", f"{where}: {detail}", path=rel)
             return
         if not isinstance(record, dict):
             rows.add(locator, line, "invalid_json", f"{where}: not an object", path=rel)
@@ -118,8 +135,9 @@ class JsonlReader(Reader[JsonlParams]):
             reason = "missing_text" if text is None else "invalid_text_type"
             rows.add(locator, line, reason, f"{where}: field {text_key!r}", path=rel)
             return
-        fields = {target: _lookup(record, self.source.column(target, "")) for target in _TARGETS}
-        fields = {k: _coerce(k, v) for k, v in fields.items()}
+        fields = {target: coerce_field(target, self.source.column(target, ""),
+                                       _lookup(record, self.source.column(target, "")))
+                  for target in _TARGETS}
         fields.setdefault("path", None)
         if fields["path"] is None:
             fields["path"] = rel
@@ -172,18 +190,3 @@ def _lookup(record: dict[str, Any], key: str | None) -> Any:
             return None
         value = value.get(part)
     return value
-
-
-def _coerce(target: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if target == "stars":
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            return None
-    if target in ("generated", "vendor"):
-        return value if isinstance(value, bool) else None
-    if isinstance(value, list):
-        return ",".join(map(str, value))
-    return str(value)
