@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -35,7 +35,7 @@ Expand = Callable[[str, str], str]
 """(value, key path such as `sources[0].reader.root`) -> the resolved path."""
 
 
-def resolve_paths(value: Any, hint: Any, where: str, expand: Expand) -> Any:
+def resolve_paths(value: object, hint: object, where: str, expand: Expand) -> object:
     """`value`, raw manifest data for a field of type `hint`, with every string that a
     `LocalPath` part of the type holds passed through `expand`. Data that does not fit
     the type is returned as it is: validation names it."""
@@ -56,8 +56,8 @@ def resolve_paths(value: Any, hint: Any, where: str, expand: Expand) -> Any:
     return value
 
 
-def _model(value: dict[str, Any], model: type[BaseModel], where: str,
-           expand: Expand) -> dict[str, Any]:
+def _model(value: dict[str, object], model: type[BaseModel], where: str,
+           expand: Expand) -> dict[str, object]:
     out = dict(value)
     for key, item in value.items():
         field = model.model_fields.get(key)
@@ -72,7 +72,7 @@ def _model(value: dict[str, Any], model: type[BaseModel], where: str,
     return out
 
 
-def _member(value: Any, members: tuple[Any, ...]) -> Any:
+def _member(value: object, members: tuple[object, ...]) -> object:
     """The member of a union that `value` is data for (None: nothing to resolve)."""
     if isinstance(value, dict):
         models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]

@@ -77,9 +77,9 @@ class SyntaxParams(StageParams):
     max_unbalanced: dict[str, NonNegativeInt] = DEFAULT_MAX_UNBALANCED
     """Per language: most unmatched openers/closers kept (brackets outside strings and
     comments in C, C++, CSS, PHP (and braces of its inline HTML); `#if`/`#endif` in C,
-    C++, C#; always-closed elements such as
-    `div`, `table`, `script` in HTML; if/fi, case/esac, do/done, brackets, quotes and
-    heredocs in Shell; other languages count none). Same merging."""
+    C++, C#; in HTML, elements whose end tag is required (`div`, `table`, `script`...)
+    left open, and a page that ends inside a tag or comment; if/fi, case/esac, do/done,
+    brackets, quotes and heredocs in Shell; other languages count none). Same merging."""
     max_bytes: PositiveInt = 1_000_000
     """Larger files are dropped as `too_large_to_parse` (parse time and tree memory
     grow with size; The Stack's own filters drop files over 1 MB)."""

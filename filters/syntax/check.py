@@ -8,8 +8,9 @@ stage; here we only measure.
 
 A second signal, independent of the grammar's error recovery, counts what the
 file leaves unclosed (syntax_balance, syntax_shell): brackets outside strings and
-comments (C, C++, CSS, PHP), `#if`/`#endif` (C, C++, C#), always-closed HTML
-elements (from the tree's tags), keywords, brackets, quotes and heredocs (Shell).
+comments (C, C++, CSS, PHP), `#if`/`#endif` (C, C++, C#), HTML elements whose end
+tag is required left open (nested as the HTML parsing algorithm closes them) and a
+page cut inside a tag, keywords, brackets, quotes and heredocs (Shell).
 Real files balance; cut or damaged copies almost never do. Before parsing,
 syntax_mask blanks what a grammar cannot see through in valid code (C
 preprocessor branches, TypeScript variance annotations), keeping every offset.
