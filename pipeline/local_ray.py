@@ -35,6 +35,7 @@ def loopback_only() -> Iterator[None]:
     """Around `ray.init` of a local instance: loopback addresses, no API server."""
     from ray._private import node, ray_constants
 
+    set_here = LOCAL_ONLY_ENV not in os.environ
     os.environ.setdefault(LOCAL_ONLY_ENV, "0")
     saved_constant = ray_constants.ENABLE_RAY_CLUSTER
     saved_start = node.Node.start_api_server
@@ -50,3 +51,7 @@ def loopback_only() -> Iterator[None]:
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         node.Node.start_api_server = saved_start
+        # The processes ray.init started have it; a `ray start` this process runs later
+        # (a cluster head of its own) must not: Ray refuses multi-node clusters with it.
+        if set_here:
+            del os.environ[LOCAL_ONLY_ENV]
