@@ -23,7 +23,7 @@ language entry. Reasons are rule names (`max_line_length`, `encoded_data`,
 
 go-enry's file classes are code rules too, each switched on with `true`: `vendored`,
 `generated`, `documentation`, `dotfile`, `configuration`, `test` (starcoder2 turns on
-`vendored` and `generated`). Where the input says whether a file is generated or
+`generated`, the one its paper names). Where the input says whether a file is generated or
 vendored (the `generated` and `vendor` columns, The Stack v2's `is_generated` /
 `is_vendor`), that verdict is used and go-enry is not asked; where it says whether it
 is generated, the marker rule (`auto_generated`) is not run again either.

@@ -138,7 +138,7 @@ def test_build_end_to_end_kill_resume_and_workers(tmp_path: Path, server: S3Serv
     manifest = {"name": "stack-v2", "seed": 3, "shard": {"max_docs": 8},
                 "sources": [{"name": "stack-v2-python", "kind": "code",
                              "reader": reader(root, server, concurrency=8)}],
-                "stages": [{"quality": {"code": {"preset": "starcoder2"}}}]}
+                "stages": [{"quality": {"code": {"preset": "starcoder2", "vendored": True}}}]}
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **TEST_CREDENTIALS}
     args = ["build", "--manifest", str(tmp_path / "m.yaml"), "--progress", "none"]
