@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ..filters.quality import code_rules
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
+from .paths import LocalPath
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
     from ..filters.quality.text_rules import TextRule
@@ -56,13 +57,24 @@ class _Strict(BaseModel):
 def _overrides_fields() -> dict[str, Any]:
     """One optional field per parameter of the code rules (filters/quality/code_rules.py):
     the rule classes declare them, the manifest's keys follow."""
-    return {name: (kind | None, Field(None, description=code_rules.parameter_doc(name)))
+    def typed(name: str, kind: Any) -> Any:  # a file's name is resolved like other paths
+        return LocalPath if code_rules.parameter_is_path(name) else kind
+
+    return {name: (typed(name, kind) | None,
+                   Field(None, description=code_rules.parameter_doc(name)))
             for name, (_, kind) in code_rules.PARAMETERS.items()}
 
 
 class _CodeRuleOverridesBase(_Strict):
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
+
+    @model_validator(mode="after")
+    def _readable_extension_table(self) -> _CodeRuleOverridesBase:
+        path = getattr(self, "extension_table", None)
+        if path is not None:
+            code_rules.load_extension_table(path)  # ValueError: the file, row or column
+        return self
 
 
 # The fields come from the rule classes, so the overrides cannot drift from the rules.
@@ -380,7 +392,7 @@ class Quality(DocumentStage[QualityParams]):
         # asked again, and the marker rule does not run.
         known = [{"generated": g, "vendored": v} for g, v in zip(generated, vendor, strict=True)]
         found, why, metrics = code_rules.evaluate(texts, [table.get(lang) for lang in langs],
-                                                  paths, known)
+                                                  paths, known, langs)
         for j, i in enumerate(rows):
             details[i] = why[j]
         names = {"q_lines": "lines", "q_max_line": "max_line_length",

@@ -620,3 +620,62 @@ def test_starcoder2_keeps_text_only_under_its_file_names() -> None:
     # only Text: the same files labelled otherwise are not judged by name
     assert "text_file_name" not in _run(_code_docs([PURELIB / dropped[0]], "INI",
                                                    PURELIB))[0]
+
+
+_TABLE_HEADER = "language,extension,Include,Long_line_threshold,Alphanum_threshold,Alpha filter\n"
+
+
+def test_starcoder_per_extension_table_on_real_files(tmp_path: Path) -> None:
+    """`extension_table`: a CSV in the schema of bigcode-dataset's visual_inspection.csv
+    (written here, with our own rows) decides per (language, extension), as filtering.py's
+    `basic_filters_per_extension`: the standard library's json package passes its row and
+    fails a stricter one; jquery under an excluded row, and a `.pyi` stub without a row,
+    are removed; Perl's Unicode tables fail the row's alphabetic threshold and pass with
+    it empty. Without the table the starcoder preset's single thresholds decide."""
+    json_pkg = sorted((STDLIB / "json").glob("*.py"))
+    stubs = sorted(PURELIB.rglob("*.pyi"))[:3]
+    perl = fixture("perl-modules-5.36") / "usr/share/perl/5.36.0"
+    tables = sorted((perl / "unicore/lib").glob("*/Y.pl"))[:20]
+    assert len(json_pkg) >= 4 and len(stubs) == 3
+    docs = pa.concat_tables([_code_docs(json_pkg + stubs, "Python", Path("/")),
+                             _code_docs([jquery() / "jquery.js"], "JavaScript", Path("/")),
+                             _code_docs(tables, "Perl", perl)])
+
+    def run(rows: str) -> list[str | None]:
+        table = tmp_path / f"table{len(list(tmp_path.iterdir()))}.csv"
+        table.write_text(_TABLE_HEADER + rows)
+        return _run(docs, {"code": {"preset": "starcoder", "extension_table": str(table)}})[0]
+
+    n, s = len(json_pkg), len(stubs)
+    reasons = run("python,py,1,1000,0.25,\njavascript,js,0,,,\nperl,pl,1,1000,,0.25\n")
+    assert reasons[:n] == [None] * n, reasons
+    assert reasons[n:n + s] == ["extension_excluded"] * s  # no (python, pyi) row
+    assert reasons[n + s] == "extension_excluded"  # Include 0
+    assert reasons[n + s + 1:].count("alpha_fraction") >= 10
+    strict = run("python,py,1,40,0.25,\njavascript,js,1,1000,0.25,\nperl,pl,1,1000,,\n")
+    assert set(strict[:n]) == {"max_line_length"}  # json's lines exceed 40 characters
+    assert strict[n + s] is None and set(strict[n + s + 1:]) == {None}
+    # without the table: the starcoder preset's one set of values
+    plain = _run(docs, {"code": {"preset": "starcoder"}})[0]
+    assert "extension_excluded" not in plain and plain[:n + s + 1] == [None] * (n + s + 1)
+
+
+def test_extension_table_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    base = {"name": "t", "sources": [{"name": "c", "kind": "code",
+                                      "reader": {"type": "tree", "root": str(STDLIB / "json")}}]}
+
+    def parse(table: str) -> None:
+        parse_manifest({**base, "stages": [{"quality": {"code": {
+            "preset": "starcoder", "languages": {"Python": {"extension_table": table}}}}}]},
+            base_dir=tmp_path)
+
+    (tmp_path / "ok.csv").write_text(_TABLE_HEADER + "python,py,1,1000,0.25,\n")
+    parse("ok.csv")  # relative to the manifest's folder
+    (tmp_path / "bad.csv").write_text("language,extension,Include\npython,py,1\n")
+    with pytest.raises(ManifestError, match=r"extension_table.*lacks the column"):
+        parse("bad.csv")
+    (tmp_path / "nan.csv").write_text(_TABLE_HEADER + "python,py,1,long,0.25,\n")
+    with pytest.raises(ManifestError, match=r"row 2: Long_line_threshold 'long'"):
+        parse("nan.csv")
+    with pytest.raises(ManifestError, match="cannot read the extension table"):
+        parse("missing.csv")
