@@ -81,6 +81,7 @@ def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float, fl
     if is_done(task, marker):
         return storage.read_json(marker), memory.peak_rss_mb(), 0.0, 0.0
     memory.prepare_worker()
+    storage.skip_pandas_probe()
     memory.reset_peak_rss()
     start_mb = memory.status_mb("VmRSS:")
     cpu_start = time.process_time()  # whole worker process: Arrow/numpy threads count too

@@ -157,3 +157,40 @@ def test_syntax_parse_keeps_no_reference_to_the_document() -> None:
         assert tree.root_node.end_byte == len(data)
         del tree
         assert sys.getrefcount(data) == 2  # the name `data` and getrefcount's argument
+
+
+_FIXED_COST_PROBE = """
+import sys, sysconfig
+from pathlib import Path
+import numpy as np
+from lemur_data.stages import storage
+storage.skip_pandas_probe()
+from lemur_data.filters.minhash.shingles import batch_shingle_hashes
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.minhash.hashing import permutations, signatures
+from lemur_data.stages.quality import Quality, QualityParams
+files = sorted((Path(sysconfig.get_paths()["stdlib"]) / "json").glob("*.py"))
+docs = storage.documents_table([{"id": str(p), "text": p.read_text(), "source": "s",
+                                 "kind": "code", "lang": "Python"} for p in files])
+stage = Quality(QualityParams())
+stage.setup()
+reasons = stage.apply(docs, ShardContext("s", "/tmp", 0)).reasons.to_pylist()
+hashes, offsets = batch_shingle_hashes(docs.column("text"), "code", 5)
+a, b = permutations(64, 1, "affine32")
+fast = signatures(hashes, offsets, a, b, "affine32")
+same = bool((fast == signatures(hashes, offsets, a, b, "affine32", compiled=False)).all())
+loaded = [m for m in ("pandas", "datatrove", "scipy.linalg") if m in sys.modules]
+frame = docs.to_pandas()  # pandas still imports when asked for
+print(len(reasons), same, loaded, type(frame).__name__, sorted(set(reasons) - {None}))
+"""
+
+
+def test_a_worker_skips_imports_its_code_tasks_never_use() -> None:
+    """A worker's fixed cost: pyarrow's pandas probe, datatrove's text filters (code only)
+    and numba's SciPy BLAS check are not imported, and what they guard still works."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _FIXED_COST_PROBE], capture_output=True,
+                         text=True, check=True).stdout.split()
+    files = len(list((STDLIB / "json").glob("*.py")))
+    assert out[:4] == [str(files), "True", "[]", "DataFrame"], out

@@ -10,8 +10,10 @@ hashes right after. Optional: `AVAILABLE` is False without numba.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -71,9 +73,45 @@ def _hash(data: np.ndarray, offsets: np.ndarray, inside: np.ndarray, masks: np.n
         out_offsets[d + 1] = pos
 
 
+class _Hidden:
+    """A meta path finder for which one module does not exist."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == self.name:
+            raise ModuleNotFoundError(f"{name} hidden while numba loads", name=name)
+
+
+@cache
+def numba_njit() -> Callable:
+    """numba's `njit`, numba's numpy support imported without `scipy.linalg`.
+
+    The first compiled call (or load from numba's cache) of a process imports numba's
+    numpy implementations; `numba.np.arraymath` imports `scipy.linalg` then, only to
+    learn whether jitted `np.dot` and friends may call SciPy's BLAS (`_check_blas`).
+    That import is ~0.15 s of CPU in every Ray worker (measured: 0.50 -> 0.38 s for the
+    first signature task's numba start). These kernels call no BLAS, so `scipy.linalg`
+    is hidden while that module imports and numba takes its supported no-SciPy path
+    (linear algebra unavailable in jitted code of this process; none here uses it).
+    `scipy.linalg` itself imports normally afterwards.
+    """
+    if "numba.np.arraymath" not in sys.modules and "scipy.linalg" not in sys.modules:
+        hidden = _Hidden("scipy.linalg")
+        sys.meta_path.insert(0, hidden)
+        try:
+            import numba.np.arraymath  # noqa: F401 - imported for its side effect
+        finally:
+            sys.meta_path.remove(hidden)
+    from numba import njit
+
+    return njit
+
+
 @cache
 def _compiled() -> Callable:
-    from numba import njit
+    njit = numba_njit()
 
     global _fmix64, _word  # _hash calls them by their global names: compiled, inlined
     _fmix64 = njit(inline="always")(_fmix64)

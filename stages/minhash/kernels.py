@@ -15,6 +15,8 @@ from functools import cache
 
 import numpy as np
 
+from ...filters.minhash.shingle_kernels import numba_njit
+
 # Checked without importing: numba takes ~0.3 s to import, paid only when a kernel runs.
 AVAILABLE = importlib.util.find_spec("numba") is not None
 
@@ -71,7 +73,7 @@ def _legacy(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarra
 
 @cache
 def _compiled() -> dict:
-    from numba import njit
+    njit = numba_njit()
 
     global _fmix32  # _affine32 calls it by its global name: the compiled one, inlined
     _fmix32 = njit(inline="always")(_fmix32)
