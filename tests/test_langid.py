@@ -18,7 +18,7 @@ from lemur_data.stages.base import ShardContext
 from lemur_data.stages.langid import LangId, LangIdParams
 from lemur_data.stages.storage import documents_table
 from tests.fixtures import fixture
-from tests.realdata import STDLIB, prose_paragraphs, write_jsonl
+from tests.realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
 from tests.runs import removed_reasons, run_build
 
 # man page folder -> lid.176 label (fixtures: Debian's manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
@@ -316,7 +316,7 @@ def test_build_on_ray_drops_other_languages(ray_session, tmp_path: Path) -> None
 
 
 def test_typescript_declarations_with_a_node_shebang_stay_typescript() -> None:
-    """The one exception to go-enry: lib0's and mkdirp's `bin.d.ts` start with
+    """An exception to go-enry: lib0's and mkdirp's `bin.d.ts` start with
     `#!/usr/bin/env node`; go-enry asks the shebang first (JavaScript), The Stack labels
     them by their extension (TypeScript), and the syntax stage must parse them so."""
     import enry
@@ -329,6 +329,25 @@ def test_typescript_declarations_with_a_node_shebang_stay_typescript() -> None:
         assert data.startswith(b"#!") and b"node" in data.split(b"\n", 1)[0]
         assert enry.get_language(path.name, data) == "JavaScript"
         assert detect_code_language(str(path), data) == "TypeScript"
+
+
+def test_scheme_files_are_scheme_as_the_stack_labels_them() -> None:
+    """The other exception: enry-python's linguist data adds Tree-sitter Query for `.scm`,
+    and its classifier calls some of Guile's own modules (ice-9/regex.scm,
+    srfi/srfi-171.scm, ...) queries; The Stack v2's go-enry gave `.scm` to Scheme alone.
+    Guile's modules and tree-sitter's own query files (py-tree-sitter grammars'
+    queries/*.scm) are Scheme, as The Stack labels them."""
+    import enry
+
+    guile = fixture("guile-3.0-libs") / "usr/share/guile/3.0"
+    modules = [guile / "ice-9/regex.scm", guile / "srfi/srfi-171.scm",
+               guile / "ice-9/optargs.scm", guile / "sxml/xpath.scm"]
+    queries = sorted(PURELIB.glob("tree_sitter_*/queries/*.scm"))[:10]
+    assert len(queries) >= 5
+    answered = {enry.get_language(p.name, p.read_bytes()) for p in modules + queries}
+    assert "Tree-sitter Query" in answered  # go-enry's own answer, for some of them
+    for path in modules + queries:
+        assert detect_code_language(str(path), path.read_bytes()) == "Scheme", path
 
 
 def test_syntax_grammars_are_named_in_linguist_names() -> None:
@@ -380,16 +399,16 @@ print("FIXED", parse_manifest(base, "m", None).fingerprint())
 
 @pytest.mark.slow
 def test_code_language_on_a_second_set_of_packages() -> None:
-    """go-enry on 2,173 files in 232 languages from packages no list holds: Debian
+    """go-enry on 2,175 files in 234 languages from packages no list holds: Debian
     packages of one language each and Pygments' example files, each labelled by what
-    its package states (tests/calibration/langid_second.py). Measured 0.962: below the
+    its package states (tests/calibration/langid_second.py). Measured 0.9697: below the
     0.97 the issue asks; the misses are go-enry's own (docs/stages.md)."""
     from tests.calibration import langid_second
 
     right, total, wrong = langid_second.measure()
     files = sum(total.values())
     assert files >= 2000 and len(total) >= 100, (files, len(total))
-    assert sum(right.values()) / files >= 0.96, (sum(right.values()) / files, wrong[:20])
+    assert sum(right.values()) / files >= 0.965, (sum(right.values()) / files, wrong[:20])
     for language, count in total.items():
         if count >= 20:  # Octave's `.m` files: 74% MATLAB, the rest M (MUMPS) and others
             assert right[language] / count >= 0.7, (language, right[language], count)

@@ -6,11 +6,19 @@ names are linguist's, which are The Stack's. `detect_code_language` asks it in i
 own order (`GetLanguage`: modeline, file name, shebang, extension, content
 heuristics, then the Bayesian classifier among the candidates still open).
 
-One exception, where The Stack's labels differ from go-enry: a file whose
-extension is TypeScript's and whose shebang names node (`bin.d.ts` starting with
-`#!/usr/bin/env node`) is TypeScript, as The Stack labels it by its extension
-and as the syntax stage must parse it; go-enry asks the shebang first and says
-JavaScript (tests/test_langid.py, docs/stages.md).
+Two exceptions, where The Stack's labels differ from go-enry's:
+- a file whose extension is TypeScript's and whose shebang names node (`bin.d.ts`
+  starting with `#!/usr/bin/env node`) is TypeScript, as The Stack labels it by its
+  extension and as the syntax stage must parse it; go-enry asks the shebang first
+  and says JavaScript;
+- Tree-sitter Query is Scheme. enry-python 0.2.0 carries linguist data newer than
+  go-enry's master of February 2025: it adds Tree-sitter Query for `.scm`, and its classifier
+  then calls Guile's own Scheme modules queries. The Stack v2 was labelled with
+  go-enry built from its master in 2023 (bigcode-project/the-stack-v2,
+  `the_stack/2_download_files/setup_enry.sh`), whose data (and every master up to
+  February 2025, linguist 9.0) gives `.scm` to Scheme alone, so The Stack calls every
+  `.scm` file Scheme.
+Both are tested on real files (tests/test_langid.py) and listed in docs/stages.md.
 
 enry-python ships wheels for x86_64 Linux and macOS only. Elsewhere (Linux
 aarch64 today) `detector()` raises `DetectorUnavailable` naming the platform:
@@ -36,6 +44,9 @@ TAIL_BYTES = 2048
 # Extension -> the language it keeps over a shebang's (The Stack labels by extension).
 _EXTENSION_OVER_SHEBANG = {".ts": "TypeScript", ".mts": "TypeScript", ".cts": "TypeScript",
                            ".tsx": "TSX"}
+# Languages the go-enry The Stack v2 was labelled with could not answer -> the label it
+# gave those files (go-enry's data/extension.go at 40f2a1e, 2023-09-27: ".scm": Scheme).
+_STACK_V2_LABEL = {"Tree-sitter Query": "Scheme"}
 
 
 CALLS: Counter[str] = Counter()
@@ -108,6 +119,7 @@ def detect_code_language(path: str, content: bytes = b"") -> str | None:
     content = content_window(content)
     CALLS["get_language"] += 1
     language: str = enry.get_language(_utf8(path), content)
+    language = _STACK_V2_LABEL.get(language, language)
     if language == "JavaScript" and content.startswith(b"#!"):
         suffix = path.rsplit("/", 1)[-1].rpartition(".")[2]
         kept = _EXTENSION_OVER_SHEBANG.get("." + suffix)

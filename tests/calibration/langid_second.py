@@ -14,7 +14,9 @@ Each file's language is what its package states, never go-enry's answer:
   left out, and so are files whose name none of the lexer's file-name patterns
   matches (Pygments' own naming, `django_sample.html+django`, and its `.output`
   golden files). A detected language linguist groups under the stated one
-  (`Fortran Free Form` under Fortran) counts as right (`GROUPS`).
+  (`Fortran Free Form` under Fortran) counts as right (`GROUPS`). Two files whose
+  folder's lexer is not their language by linguist's own definitions carry the
+  language they are (`RELABELLED`, each with its reason).
 
 Up to PER_PACKAGE files per package and language, spread over the package (every
 k-th file). `tests/test_langid.py` measures it; docs/stages.md and the README report it.
@@ -60,6 +62,16 @@ FIXTURES = (*DEBIAN, PYGMENTS[0])
 _LEFT_OUT_WORDS = ("session", "console", "traceback", "template", "repl", "irb")
 # Linguist's `group:` entries the stated labels fall in (languages.yml).
 GROUPS = {"Fortran Free Form": "Fortran", "Roff Manpage": "Roff"}
+# (lexer folder, file name) -> (linguist's language of the file, why the folder's lexer
+# is not it).
+RELABELLED = {
+    ("groovy", "test.gradle"): (
+        "Gradle", "linguist's languages.yml gives `.gradle` to Gradle, a language of its "
+        "own (Pygments' Groovy lexer claims `*.gradle`)"),
+    ("verilog", "example_coq.v"): (
+        "Rocq Prover", "a Coq proof (`Lemma ... Qed.`) that Pygments files with its Verilog "
+        "samples to test `.v`'s ambiguity; linguist calls Coq Rocq Prover"),
+}
 _LEFT_OUT = frozenset(("text", "yaml+jinja", "genshitext", "jsp", "cfc", "cfm", "erl",
                        "iex", "pytb", "pycon", "rbcon",
                        "odin"))  # Pygments' ODIN is Object Data Instance Notation
@@ -136,7 +148,8 @@ def sample() -> Iterator[tuple[str, Path, str]]:
             # (`django_sample.html+django`, `coq_test`).
             if (path.suffix != ".output" and _text(path) is not None
                     and any(fnmatch.fnmatchcase(path.name, p) for p in patterns)):
-                yield f"pygments:{lexer}", path, language
+                stated = RELABELLED.get((lexer, path.name), (language, ""))[0]
+                yield f"pygments:{lexer}", path, stated
 
 
 def measure() -> tuple[Counter[str], Counter[str], list[tuple[str, str, str | None]]]:
