@@ -236,6 +236,10 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     `relist`: a run folder whose input listing changed since it began starts over."""
     console = console or Console(stderr=True)
     started = time.perf_counter()
+    if "://" not in run_dir:
+        # The tasks get it whole: the workers of a Ray joined with --ray-address run in
+        # the folder `ray start` ran in, where `runs/a` is another folder.
+        run_dir = os.path.abspath(run_dir)
     _refuse_whitespace(manifest, run_dir)
     budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
     units = list_units(manifest, full=True)

@@ -49,6 +49,12 @@ _SPECIAL = {stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
 RUN_FOLDER = "run_folder"
 
 
+def _literal(pattern: str) -> str:
+    """An fnmatch pattern's start before its first wildcard: every path it matches
+    starts with it."""
+    return re.split(r"[*?[]", pattern, maxsplit=1)[0]
+
+
 def is_run_folder(folder: str) -> bool:
     """A lemur-data run folder: its manifest.json is a run record (has a `fingerprint`)."""
     record = os.path.join(folder, "manifest.json")
@@ -69,7 +75,9 @@ class TreeParams(ReaderParams):
     subdirs: list[str] | None = None
     """Walk only these folders below root (those missing are skipped); default: all."""
     include: list[str] = ["*"]
-    """fnmatch patterns on the path below root (`*` also crosses folders)."""
+    """fnmatch patterns on the path below root (`*` also crosses folders). Folders no
+    pattern can reach (by its start before the first wildcard), and folders an exclude
+    pattern ending in `*` covers whole, are not walked."""
     exclude: list[str] = DEFAULT_EXCLUDE
     repo_depth: int = 0
     """Path components below root that name a repo (0: the root itself is the repo)."""
@@ -137,6 +145,9 @@ class TreeReader(Reader[TreeParams]):
                 yield (prefix + run, 0, f"{RUN_FOLDER}: a lemur-data run folder (its "
                        "manifest.json has a fingerprint); not read back in as input")
             linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+            # not walked: a folder where nothing can be selected (the stdlib's 8,700
+            # folders for a few packages' `include`; every __pycache__)
+            dirs[:] = [d for d in dirs if self._may_select(prefix + d + "/")]
             for name in sorted(names + linked):
                 rel = prefix + name
                 if not self._selected(rel):
@@ -167,6 +178,15 @@ class TreeReader(Reader[TreeParams]):
         if not stat.S_ISREG(info.st_mode):
             return 0, _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
         return info.st_size, None
+
+    def _may_select(self, folder: str) -> bool:
+        """Whether a path below `folder` (ending in "/") can be selected: an include
+        pattern's literal start agrees with it, and no exclude pattern ending in `*`
+        matches everything below it (`*` crosses folders: "*/__pycache__/*")."""
+        return (any(_literal(p).startswith(folder) or folder.startswith(_literal(p))
+                    for p in self.params.include)
+                and not any(p.endswith("*") and fnmatchcase(folder, p[:-1])
+                            for p in self.params.exclude))
 
     def _selected(self, rel: str) -> bool:
         return (any(fnmatchcase(rel, p) for p in self.params.include)
