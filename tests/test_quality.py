@@ -62,6 +62,12 @@ def test_minified_javascript_dropped_by_line_rules() -> None:
     # The same library unminified passes every rule.
     plain = _code_docs([jquery() / "jquery.js"], "JavaScript", fixture("libjs-jquery"))
     assert _run(plain, line_rules_only)[0] == [None]
+    # StarCoder's and The Stack's presets have the same line rules, and no file classes
+    for preset in ("starcoder", "the-stack"):
+        reasons, _ = _run(_code_docs(bundles, "JavaScript", Path("/")),
+                          {"code": {"preset": preset}})
+        assert set(reasons) <= {"max_line_length", "mean_line_length"}, (preset, reasons)
+        assert _run(plain, {"code": {"preset": preset}})[0] == [None]
     assert _run(plain)[0] == [None]  # starcoder2 keeps vendored files
     # go-enry knows jquery by its name: the vendored rule, switched on, removes it
     assert _run(plain, {"code": {"vendored": True}})[0] == ["vendored"]
@@ -679,3 +685,17 @@ def test_extension_table_errors_name_the_file_and_key(tmp_path: Path) -> None:
         parse("nan.csv")
     with pytest.raises(ManifestError, match="cannot read the extension table"):
         parse("missing.csv")
+
+
+def test_the_stack_alphanumeric_fraction_on_a_real_file() -> None:
+    """The Stack's basic filter counts letters and digits: boto3's CloudWatch resource
+    model (334 lines of deeply indented JSON, 20% alphanumeric) is removed by it, and
+    passes with the rule off; StarCoder2's JSON (alphabetic, 512-line cap) judges it
+    the same way."""
+    path = PURELIB / "boto3/data/cloudwatch/2010-08-01/resources-1.json"
+    docs = _code_docs([path], "JSON", PURELIB)
+    reasons, table = _run(docs)
+    assert table.column("q_alpha_frac")[0].as_py() < 0.25 and reasons == ["alpha_fraction"]
+    assert _run(docs, {"code": {"preset": "the-stack"}})[0] == ["alpha_fraction"]
+    off = {"code": {"preset": "the-stack", "min_alpha_fraction": None}}
+    assert _run(docs, off)[0] == [None]
