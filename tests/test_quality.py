@@ -398,9 +398,16 @@ def test_vendored_libraries_of_a_debian_package_and_go() -> None:
     reasons, _ = _run(_tree_docs(go, ["src/vendor/golang.org/x/net/**/*.go"]),
                       {"code": vendored})
     assert reasons and set(reasons) == {"vendored"}
-    # vendored off: linguist also counts Go's `vendor/golang.org/...` as generated
+    # vendored off: linguist also counts Go's `vendor/golang.org/...` as generated, by
+    # its path; StarCoder2 (The Stack v2's is_generated) asked with the file's name, and
+    # then only the files whose content says so (`Code generated ... DO NOT EDIT.`) are
     go_vendor = _tree_docs(go, ["src/vendor/golang.org/x/net/**/*.go"])
-    assert set(_run(go_vendor)[0]) == {"generated"}
+    assert set(_run(go_vendor, {"code": {"generated_from_name": False}})[0]) == {"generated"}
+    by_name = _run(go_vendor)[0]
+    texts = go_vendor.column("text").to_pylist()
+    said = [t.startswith("// Code generated") for t in texts]
+    assert by_name.count("generated") == sum(said) >= 1 and by_name.count(None) >= 30
+    assert all((r == "generated") == s for r, s in zip(by_name, said, strict=True))
     # both off: the same files are judged by the other rules only
     reasons, _ = _run(go_vendor, {"code": {"vendored": False, "generated": False}})
     assert not {"vendored", "generated"} & set(reasons) and reasons.count(None) >= 30

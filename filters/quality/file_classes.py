@@ -20,10 +20,15 @@ COLUMNS = {"vendored": "vendor", "generated": "generated"}
 
 
 def file_class(path: str | None, text: str, enabled: frozenset[str],
-               known: dict[str, bool | None]) -> tuple[str, str] | None:
+               known: dict[str, bool | None],
+               by_name: frozenset[str] = frozenset()) -> tuple[str, str] | None:
     """(rule, detail) of the first enabled class the file belongs to, or None.
 
-    `known` holds a source's own verdict per rule (None: the source does not say)."""
+    `known` holds a source's own verdict per rule (None: the source does not say).
+    The classes in `by_name` are asked with the file's name, not its path, as The Stack
+    v2 computed `is_generated` and `is_vendor` (bigcode-project/the-stack-v2:
+    get_unique_files.py keeps a path's last component, get_file_contents.py gives it
+    to go-enry)."""
     for kind in FILE_CLASSES:
         if kind.rule not in enabled:
             continue
@@ -32,7 +37,10 @@ def file_class(path: str | None, text: str, enabled: frozenset[str],
             if said:
                 return kind.rule, f"column {COLUMNS[kind.rule]}"
             continue
-        if path and _belongs(kind, path, text):
+        if not path:
+            continue
+        asked = path.replace("\\", "/").rsplit("/", 1)[-1] if kind.rule in by_name else path
+        if _belongs(kind, asked, text):
             return kind.rule, f"go-enry {kind.go_name}"
     return None
 
