@@ -184,10 +184,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Every command; Ctrl-C at any point, also while a command imports what it needs,
     exits 130 with a message (a build says how to resume)."""
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt:
         _console(stderr=True, soft_wrap=True).print("interrupted", highlight=False)
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _forget_unhandled_interrupt()
+    return code
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Let a handled Ctrl-C exit 130, not die of SIGINT.
+
+    CPython marks a KeyboardInterrupt "unhandled" whenever it leaves code that `exec`
+    runs from a string (pythonrun.c `run_eval_code_obj`), even when a caller then handles
+    it; dataclasses and namedtuple build their methods that way, so a Ctrl-C during an
+    import often lands there. Under `python -m`, the interpreter checks the mark after
+    finalizing and kills itself with SIGINT (Modules/main.c `Py_RunMain`, `exit_sigint`),
+    whatever exit code we return: about 1 Ctrl-C in 6 died by -2 after printing
+    `interrupted`. Each such evaluation first clears the mark, so one more clears it.
+    """
+    exec("pass")
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
