@@ -4,9 +4,13 @@ Markers say a task finished, not what it read. A tree that gained a file after a
 would shift every unit after it, so a marker by task key would stand for other files
 than the ones its outputs hold, and the resumed run would mix two listings. So the run
 records, before its first task, what each unit is: the unit's payload (files, row
-ranges) and each file's size and modification time (stages/ingest.py
-`describe_units`). A resumed run lists again and must find the same record; otherwise
-it is refused with what changed, or, with `--relist`, starts over.
+ranges) and each file's stamp (size, times, inode or ETag: stages/readers/common.py
+`stamp`). A resumed run lists again and must find the same record; otherwise it is
+refused with what changed, or, with `--relist`, starts over.
+
+The record is the run's own state, kept in `work/` with its markers: it holds local
+times and inodes, which differ between two copies of the same input, and a run's
+published files must not (same manifest and input, byte-identical output).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ..stages.ingest import describe_units
 from ..stages.readers.common import InputUnit
 from .manifest import Manifest
 
-LISTING = "listing.json"
+LISTING = "work/listing.json"
 
 
 def describe(manifest: Manifest, units: dict[str, list[InputUnit]]) -> dict[str, Any]:
@@ -46,9 +50,7 @@ def changes(before: dict[str, Any], now: dict[str, Any], limit: int = 5) -> list
             elif path not in new_files:
                 here.append(f"{path}: no longer listed")
             elif old_files[path] != new_files[path]:
-                (size0, time0), (size1, time1) = old_files[path], new_files[path]
-                here.append(f"{path}: size {size0} -> {size1}" if size0 != size1 else
-                            f"{path}: modified (mtime {time0} -> {time1})")
+                here.append(f"{path}: {_changed(old_files[path], new_files[path])}")
         if len(old) != len(new):
             here.append(f"source {source!r}: {len(old)} input units then, {len(new)} now")
         if not here:  # same files: a unit reads other rows or ranges of them
@@ -58,6 +60,16 @@ def changes(before: dict[str, Any], now: dict[str, Any], limit: int = 5) -> list
     if len(found) > limit:
         found = found[:limit] + [f"and {len(found) - limit} more"]
     return found
+
+
+def _changed(old: list[Any], new: list[Any]) -> str:
+    """How one file's stamp changed, in words."""
+    if old[0] != new[0]:
+        return f"size {old[0]} -> {new[0]}"
+    if old[1] != new[1]:
+        return f"modified (mtime {old[1]} -> {new[1]})"
+    return ("rewritten or replaced with the same size and modification time (its change "
+            "time, inode or ETag differ)")
 
 
 def recorded(run_dir: str) -> dict[str, Any] | None:

@@ -45,7 +45,7 @@ class RunLayout:
     # there: cleanup (temporaries of a killed write, `--relist`) goes through these only.
     FOLDERS = ("stages", "removed", "markers", "work", "rounds", "megatron", "plots",
                "launch", "index")
-    FILES = ("manifest.json", "listing.json", "stats.json", "timings.json", "README.md",
+    FILES = ("manifest.json", "stats.json", "timings.json", "README.md",
              "report.html")
 
     def path(self, *parts: str) -> str:

@@ -177,3 +177,49 @@ def test_a_parquet_file_changed_after_a_kill_is_never_mixed(tmp_path: Path) -> N
     kept = _kept(run)
     assert len(kept) == len(set(kept))
     assert len(kept) > 20  # the rows the first listing did not have are in
+
+
+def _listed(tree: Path, run: Path) -> None:
+    """Plan and record the run's listing, as `build` does before its first task."""
+    from lemur_data.pipeline.planner import list_units
+
+    manifest = parse_manifest(_tree_manifest(tree), "m.yaml", tree.parent)
+    prepare_run_dir(manifest, str(run), list_units(manifest))
+
+
+def test_a_rewrite_keeping_size_and_mtime_is_refused(tmp_path: Path) -> None:
+    """A file rewritten in place with the same size, its old modification time put back
+    (`touch -r`): size and mtime alone would call it the same file."""
+    tree = tmp_path / "tree"
+    shutil.copytree(STDLIB / "json", tree / "json", ignore=shutil.ignore_patterns("__pycache__"))
+    run = tmp_path / "run"
+    _listed(tree, run)
+    target = tree / "json" / "decoder.py"
+    before = target.stat()
+    text = target.read_text()
+    target.write_text(text.replace("def ", "fed ", 1))  # same size, other content
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = target.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with pytest.raises(RunDirError) as refused:
+        _listed(tree, run)
+    assert f"{target}: rewritten or replaced with the same size" in str(refused.value)
+
+
+def test_copies_of_the_input_with_other_times_give_the_same_run_files(tmp_path: Path) -> None:
+    """Two copies of one input, at the same path, with other modification times: what the
+    run publishes holds no trace of the times (the listing's record is in work/)."""
+    tree = tmp_path / "tree"
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run, when in zip(runs, (10**18, 2 * 10**18), strict=True):
+        if tree.exists():
+            shutil.rmtree(tree)
+        shutil.copytree(STDLIB / "json", tree / "json",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for path in tree.rglob("*.py"):
+            os.utime(path, ns=(when, when))
+        _listed(tree, run)
+    published = [{k: v for k, v in _hashes(run).items()
+                  if not k.startswith(("work", "markers"))} for run in runs]
+    assert published[0] == published[1]
+    assert (runs[0] / "work" / "listing.json").is_file()

@@ -240,6 +240,12 @@ def coerce_field(target: str, key: str | None, value: Any) -> Any:
         return value if isinstance(value, bool) else None
     if isinstance(value, dict):
         raise RowError(f"field {key!r} ({target}) is a mapping, not a string")
+    if isinstance(value, bytes):  # a binary column: its text, never "b'...'"
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RowError(f"field {key!r} ({target}) is bytes that are not UTF-8 (byte "
+                           f"{error.start})") from None
     if isinstance(value, list):
         return ",".join(str(v) for v in value if v is not None) or None
     return str(value)
@@ -306,9 +312,16 @@ def expand_paths(patterns: list[str], what: str) -> list[tuple[str, str]]:
 
 
 def stamp(path: str) -> list[Any]:
-    """[size, modification time] of a file as its file system reports them (an object
-    store's ETag when it has no time): what a resumed run compares to know the file is
-    the one the run first listed (pipeline/listing.py). A missing file is [None, None]."""
+    """What a resumed run compares to know a file is the one the run first listed
+    (pipeline/listing.py), without reading it: a local file's [size, modification time,
+    status change time, inode] (ns); an object's [size, time, ETag or content id]. A
+    missing file is [None, None].
+
+    The change time and inode catch a rewrite that keeps the size and puts the old
+    modification time back (`touch -r`, `os.utime`): every write, `utime` and rename sets
+    a file's change time to now, and no call sets it back. An object store's ETag (or a
+    Hub file's blob id) names the content. Hashing the content itself would cost a read
+    of all input at every start and resume (The Stack dedup is ~3 TB)."""
     if "://" not in path:
         try:
             info = os.stat(path)
@@ -317,7 +330,7 @@ def stamp(path: str) -> list[Any]:
                 info = os.lstat(path)  # a dangling symlink: the link itself
             except OSError:
                 return [None, None]
-        return [info.st_size, info.st_mtime_ns]
+        return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
     from fsspec.core import url_to_fs
 
     fs, bare = url_to_fs(path)
@@ -327,7 +340,10 @@ def stamp(path: str) -> list[Any]:
         return [None, None]
     when = next((found[k] for k in ("mtime", "LastModified", "last_modified", "updated",
                                     "ETag", "etag", "blob_id") if found.get(k)), None)
-    return [found.get("size"), str(when) if when is not None else None]
+    content = next((found[k] for k in ("ETag", "etag", "blob_id", "sha256", "md5Hash")
+                    if found.get(k)), None)
+    return [found.get("size"), str(when) if when is not None else None,
+            str(content) if content is not None else None]
 
 
 def file_size(path: str) -> int:
