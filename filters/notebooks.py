@@ -86,6 +86,8 @@ def read_notebook(text: str) -> nbformat.NotebookNode:
     except (nbformat.reader.NotJSONError, ValueError, KeyError, TypeError, AttributeError,
             json.JSONDecodeError) as error:
         raise InvalidNotebook(f"{type(error).__name__}: {str(error)[:200]}") from None
+    except RecursionError as error:  # JSON nested deeper than the parser or validator go
+        raise InvalidNotebook(f"nested too deep: RecursionError ({str(error)[:120]})") from None
     return nb
 
 

@@ -84,15 +84,19 @@ class Notebooks(DocumentStage[NotebooksParams]):
                 continue
             language = nbf.notebook_language(nb, p.default_language)
             nb_langs[i] = language.name
-            if p.format == "structured":
-                texts[i] = nbf.to_structured(nb, p.max_output_chars)
-            elif language.name is None:
-                reasons[i], details[i] = "unknown_language", "no language"
-            elif language.extension is None:  # a language jupytext writes no script of
-                texts[i], langs[i] = nbf.to_code(nb), language.name
-            else:
-                texts[i] = nbf.to_script(nb, language.extension, p.style, p.comment_magics)
-                langs[i] = language.name
+            try:  # nesting the validator let through can still be too deep to copy or write
+                if p.format == "structured":
+                    texts[i] = nbf.to_structured(nb, p.max_output_chars)
+                elif language.name is None:
+                    reasons[i], details[i] = "unknown_language", "no language"
+                elif language.extension is None:  # a language jupytext writes no script of
+                    texts[i], langs[i] = nbf.to_code(nb), language.name
+                else:
+                    texts[i] = nbf.to_script(nb, language.extension, p.style, p.comment_magics)
+                    langs[i] = language.name
+            except RecursionError as error:
+                reasons[i] = "invalid_notebook"
+                details[i] = f"nested too deep: RecursionError ({str(error)[:120]})"
         table = _replace(docs, "text", pa.array(texts, docs.schema.field("text").type))
         table = _replace(table, "lang", pa.array(langs, docs.schema.field("lang").type))
         table = _replace(table, "nb_language", pa.array(nb_langs, pa.string()))

@@ -4,10 +4,16 @@ file, the line and the field; and no value is silently damaged on the way in."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.stages.readers.common import ReaderError
 from tests.realdata import STDLIB
 
 COLUMNS = {"text": "content", "path": "path", "repo": "repo", "stars": "stars",
@@ -100,3 +106,118 @@ def test_a_huge_line_in_a_small_gzip_is_too_large_without_being_held(tmp_path: P
     assert [r for r, _ in result["rows"]] == [None, "too_large", None], result["rows"]
     assert "line 2: a line of 209715216 bytes" in result["rows"][1][1]
     assert result["grew_kb"] < 64 * 1024, result  # < 64 MB for a 200 MB line (limit: 2 MiB)
+
+
+def _plan_then_read(tmp_path: Path, name: str, grow: Callable[[Path], None]) -> list[dict]:
+    manifest = parse_manifest({"name": "rows", "sources": [
+        {"name": "j", "kind": "code", "lang": "Python", "columns": COLUMNS,
+         "reader": {"type": "jsonl", "paths": [name]}}]}, "m", tmp_path)
+    source = manifest.sources[0]
+    units = plan_units(source.reader, source.info(), 100, 2**30)
+    grow(tmp_path / name)  # after planning, before the read
+    return [row for unit in units
+            for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+
+
+def test_a_jsonl_file_that_grows_after_planning_is_read_as_planned(tmp_path: Path) -> None:
+    """Lines appended after planning are not read (the unit's memory is what was planned,
+    not what the file became); one record says the file grew, naming both sizes."""
+    files = sorted((STDLIB / "json").glob("*.py"))
+    planned = "".join(_good(i, f.read_text()) + "\n" for i, f in enumerate(files))
+    (tmp_path / "data.jsonl").write_text(planned)
+
+    def append(path: Path) -> None:
+        with path.open("a") as out:
+            for i, f in enumerate(sorted((STDLIB / "email").glob("*.py"))):
+                out.write(_good(100 + i, f.read_text()) + "\n")
+
+    rows = _plan_then_read(tmp_path, "data.jsonl", append)
+    kept = [r for r in rows if r["reason"] is None]
+    assert [r["text"] for r in kept] == [f.read_text() for f in files]
+    (grew,) = [r for r in rows if r["reason"] is not None]
+    assert grew["reason"] == "unreadable_file" and grew["path"] == "data.jsonl"
+    size = len(planned.encode())
+    assert f"grew from {size:,} to " in grew["detail"], grew["detail"]
+    assert f"read up to byte {size:,}" in grew["detail"]
+
+
+def test_a_gzip_jsonl_that_grows_after_planning_is_read_as_planned(tmp_path: Path) -> None:
+    """A gzip member appended after planning (`cat more.gz >> data.jsonl.gz`): the read
+    stops at the planned size, which ends the first member cleanly."""
+    import gzip
+
+    files = sorted((STDLIB / "json").glob("*.py"))
+    with gzip.open(tmp_path / "data.jsonl.gz", "wt") as out:
+        out.write("".join(_good(i, f.read_text()) + "\n" for i, f in enumerate(files)))
+
+    def append(path: Path) -> None:
+        more = "".join(_good(100 + i, f.read_text()) + "\n"
+                       for i, f in enumerate(sorted((STDLIB / "email").glob("*.py"))))
+        with path.open("ab") as out:
+            out.write(gzip.compress(more.encode()))
+
+    rows = _plan_then_read(tmp_path, "data.jsonl.gz", append)
+    assert [r["text"] for r in rows if r["reason"] is None] == [f.read_text() for f in files]
+    assert [r["reason"] for r in rows if r["reason"]] == ["unreadable_file"]
+    assert "grew from" in rows[-1]["detail"]
+
+
+def _read_parquet(tmp_path: Path, table: pa.Table, columns: dict[str, str]) -> list[dict]:
+    pq.write_table(table, tmp_path / "data.parquet", row_group_size=3)
+    manifest = parse_manifest({"name": "rows", "sources": [
+        {"name": "p", "kind": "code", "lang": "Python", "columns": columns,
+         "reader": {"type": "parquet", "paths": ["data.parquet"]}}]}, "m", tmp_path)
+    source = manifest.sources[0]
+    return [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
+            for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+
+
+def test_parquet_values_of_the_wrong_type_cost_their_row_alone(tmp_path: Path) -> None:
+    """A Stack-like file from real files, with a uint64 `stars` past int64, a string
+    `stars` of "x", a struct `repo`, a binary `path` that is not UTF-8 and a licence list
+    with a null: each bad value quarantines its row (`invalid_field`, naming file, row
+    and column), never a silent -1, "b'...'" or "MIT,None", never the whole file."""
+    files = sorted((STDLIB / "json").glob("*.py"))[:5]
+    text = [f.read_text() for f in files]
+    table = pa.table({
+        "content": text,
+        "stars_u64": pa.array([1, 2**64 - 1, 3, 4, 5], pa.uint64()),
+        "stars_str": ["10", "11", "x", "13", "14"],
+        "repo": pa.array([{"owner": "python", "name": "cpython"} if i == 3 else None
+                          for i in range(5)],
+                         pa.struct([("owner", pa.string()), ("name", pa.string())])),
+        "path": pa.array([f.name.encode() if i != 4 else b"caf\xe9.py"
+                          for i, f in enumerate(files)], pa.binary()),
+        "licenses": [["MIT", None, "Apache-2.0"], ["MIT"], None, ["BSD-3-Clause"], []],
+    })
+    base = {"text": "content", "path": "path", "license": "licenses"}
+    rows = _read_parquet(tmp_path, table, {**base, "stars": "stars_u64", "repo": "repo"})
+    assert len(rows) == 5 and [r["text"] for r in rows] == text  # in = kept + removed
+    assert [r["reason"] for r in rows] == [None, "invalid_field", None, "invalid_field",
+                                           "invalid_field"]
+    assert rows[1]["stars"] is None and "data.parquet row 1" in rows[1]["detail"]
+    assert "'stars_u64' (stars)" in rows[1]["detail"] and "beyond int64" in rows[1]["detail"]
+    assert "'repo' (repo) is a mapping" in rows[3]["detail"]
+    assert "'path' (path) is bytes that are not UTF-8" in rows[4]["detail"]
+    assert rows[0]["license"] == "MIT,Apache-2.0" and rows[0]["path"] == files[0].name
+    assert [r["stars"] for r in rows][::2] == [1, 3, 5]
+    rows = _read_parquet(tmp_path, table, {"text": "content", "stars": "stars_str"})
+    assert [r["reason"] for r in rows] == [None, None, "invalid_field", None, None]
+    assert [r["stars"] for r in rows] == [10, 11, None, 13, 14]
+    assert "data.parquet row 2: field 'stars_str' (stars) is 'x'" in rows[2]["detail"]
+
+
+def test_a_duplicate_parquet_column_is_an_error_naming_file_and_column(tmp_path: Path) -> None:
+    text = [f.read_text() for f in sorted((STDLIB / "json").glob("*.py"))[:3]]
+    table = pa.Table.from_arrays([pa.array(text), pa.array([1, 2, 3]), pa.array([4, 5, 6])],
+                                 names=["content", "stars", "stars"])
+    with pytest.raises(ReaderError) as error:
+        _read_parquet(tmp_path, table, {"text": "content", "stars": "stars"})
+    assert "data.parquet: column 'stars' (for stars) appears 2 times" in str(error.value)
+
+
+def test_a_parquet_text_column_of_the_wrong_type_is_an_error(tmp_path: Path) -> None:
+    table = pa.table({"content": pa.array([1, 2, 3]), "path": ["a.py", "b.py", "c.py"]})
+    with pytest.raises(ReaderError) as error:
+        _read_parquet(tmp_path, table, {"text": "content"})
+    assert "data.parquet: text column 'content' has type int64" in str(error.value)

@@ -275,3 +275,22 @@ def test_a_language_without_a_jupytext_script_keeps_its_language(notebooks) -> N
     kotlin = result.table.column("text")[0].as_py()
     assert "function foobar(x)" in kotlin and "# %%" not in kotlin
     assert result.table.column("text")[1].as_py().startswith("/ %%")  # jupytext writes q
+
+
+@pytest.mark.parametrize("depth", [700, 100_000])
+def test_a_notebook_nested_too_deep_is_quarantined_alone(notebooks, depth: int) -> None:
+    """A real notebook with a metadata value nested `depth` lists deep: too deep for the
+    JSON parser (100,000), or parsed but too deep for nbformat's validator and copies
+    (700). Each is `invalid_notebook` naming the cause; the real notebook next to it is
+    converted, and the task never sees a RecursionError."""
+    path, text = next((p, t) for p, t in notebooks if _valid(t) and '"nbformat": 4' in t)
+    raw = json.loads(text)
+    raw["metadata"] = {**raw.get("metadata", {}), "deep": "DEEP"}
+    deep = json.dumps(raw).replace('"DEEP"', "[" * depth + "]" * depth)
+    docs = documents_table([{"id": str(i), "text": t, "source": "s", "kind": "code",
+                             "lang": "Jupyter Notebook", "path": str(path)}
+                            for i, t in enumerate([deep, text])])
+    for fmt in ("script", "structured"):
+        result = Notebooks(NotebooksParams(format=fmt)).apply(docs, CTX)
+        assert result.reasons.to_pylist() == ["invalid_notebook", None], fmt
+        assert result.details[0].as_py().startswith("nested too deep: RecursionError")

@@ -27,6 +27,7 @@ from .common import (
     ReaderParams,
     RowCollector,
     RowError,
+    SourceInfo,
     bad_file_table,
     coerce_field,
     decode_text,
@@ -56,7 +57,7 @@ class JsonlReader(Reader[JsonlParams]):
         units: list[InputUnit] = []
         expansion: dict[str, float] = {}  # by extension, from the first such file
         for path, rel in expand_paths(self.params.paths, self.where):
-            size = file_size(path)
+            size = on_disk = file_size(path)
             if path.endswith(_COMPRESSED):  # one unit; its size only informs `lemur-data plan`
                 ext = path.rsplit(".", 1)[-1]
                 if ext not in expansion:
@@ -65,7 +66,8 @@ class JsonlReader(Reader[JsonlParams]):
             else:
                 parts = max(1, -(-size // max_bytes))
             for k in range(parts):
-                payload = {"path": path, "rel": rel}
+                # `bytes`: the file's size now; a read stops there, however the file grows
+                payload = {"path": path, "rel": rel, "bytes": on_disk}
                 if parts > 1:
                     payload |= {"start": size * k // parts, "end": size * (k + 1) // parts}
                 units.append(InputUnit(self.source.name, len(units), payload,
@@ -78,10 +80,15 @@ class JsonlReader(Reader[JsonlParams]):
     def read(self, unit: InputUnit) -> pa.Table:
         path, rel = unit.payload["path"], unit.payload["rel"]
         start, end = unit.payload.get("start", 0), unit.payload.get("end")
+        planned: int | None = unit.payload.get("bytes")  # None: planned by an older version
+        if end is None and not path.endswith(_COMPRESSED):
+            end = planned
         rows = RowCollector(self.source)
         offset, line_no = start, 0
         try:
-            with fsspec.open(path, "rb") as raw, _decompressed(raw, path) as handle:
+            with fsspec.open(path, "rb") as opened, \
+                    _decompressed(_Bounded(opened, planned), path,
+                                  self.source.max_doc_bytes) as handle:
                 limit = 2 * self.source.max_doc_bytes  # the JSON of a document at the limit
                 if start:  # the line holding byte start - 1 belongs to the range before
                     handle.seek(start - 1)
@@ -105,8 +112,14 @@ class JsonlReader(Reader[JsonlParams]):
             if self.source.on_bad_file == "fail":
                 raise ReaderError(f"{path}: read failed {where} ({error})") from error
             table = rows.table()
-            bad = bad_file_table(self.source, rel, f"read failed {where}: {error!r}")
+            bad = bad_file_table(self.source, rel, f"read failed {where}: {error!r}"
+                                 + _growth(path, planned))
             return pa.concat_tables([table, bad])
+        grown = _growth(path, planned)
+        if grown and (end is None or end >= (planned or 0)):  # once, by the file's last unit
+            if self.source.on_bad_file == "fail":
+                raise ReaderError(f"{path}{grown}")
+            return pa.concat_tables([rows.table(), bad_file_table(self.source, rel, grown[2:])])
         return rows.table()
 
     def _add_guarded(self, rows: RowCollector, locator: str, where: str, raw: bytes,
@@ -165,7 +178,7 @@ def _expansion(path: str) -> float:
     try:
         with fsspec.open(path, "rb") as raw:
             head = raw.read(_SAMPLE_BYTES)
-        with _decompressed(io.BytesIO(head), path) as handle:
+        with _decompressed(_Bounded(io.BytesIO(head), None), path) as handle:
             while out < 256 * _SAMPLE_BYTES and (chunk := handle.read(1 << 16)):
                 out += len(chunk)
     except Exception:  # noqa: BLE001 - the sample ends mid-stream; what was read counts
@@ -173,19 +186,68 @@ def _expansion(path: str) -> float:
     return max(1.0, out / len(head)) if head else 1.0
 
 
-def _decompressed(raw: IO[bytes], path: str) -> IO[bytes] | io.BufferedIOBase:
+def _growth(path: str, planned: int | None) -> str:
+    """'; grew from N to M bytes after planning...' if the file is larger than planned."""
+    now = file_size(path) if planned is not None else 0
+    if planned is None or now <= planned:
+        return ""
+    return (f"; grew from {planned:,} to {now:,} bytes after planning: read up to "
+            f"byte {planned:,}, the rest is not this run's input")
+
+
+class _Bounded(io.RawIOBase):
+    """The first `limit` bytes of a file (all of it if None): a file that grows after
+    planning is read as large as it was planned, never whole."""
+
+    def __init__(self, raw: IO[bytes], limit: int | None) -> None:
+        self._raw, self._left = raw, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        before = self._raw.tell()
+        after = self._raw.seek(offset, whence)
+        if self._left is not None:
+            self._left += before - after
+        return after
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        want = len(view) if self._left is None else max(0, min(len(view), self._left))
+        data = self._raw.read(want) if want else b""
+        view[:len(data)] = data
+        if self._left is not None:
+            self._left -= len(data)
+        return len(data)
+
+
+def _decompressed(raw: io.RawIOBase, path: str,
+                  max_doc_bytes: int = SourceInfo.max_doc_bytes) -> io.BufferedIOBase:
     """A line-iterable stream of the decompressed bytes, by file extension."""
+    buffered = io.BufferedReader(raw)
     if path.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw)
+        return gzip.GzipFile(fileobj=buffered)
     if path.endswith((".zst", ".zstd")):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+        # The frame's window is memory the decompressor fills: bounded like a line
+        # (2x max_doc_bytes; at least 8 MiB, the window of zstd levels 1-19), not
+        # libzstd's 128 MiB default, so a `--long`/`--ultra` frame past it is refused.
+        window = max(1 << 23, 2 * max_doc_bytes)
+        return io.BufferedReader(zstandard.ZstdDecompressor(max_window_size=window)
+                                 .stream_reader(buffered))
     if path.endswith(".bz2"):
-        return bz2.BZ2File(raw)
+        return bz2.BZ2File(buffered)
     if path.endswith((".xz", ".lzma")):
-        return lzma.LZMAFile(raw)
-    return raw
+        return lzma.LZMAFile(buffered)
+    return buffered
 
 
 def _lookup(record: dict[str, Any], key: str | None) -> Any:
@@ -200,32 +262,51 @@ def _lookup(record: dict[str, Any], key: str | None) -> Any:
     return value
 
 
-_PIECE = 1 << 20
+_PIECE = 1 << 16
 
 
 def _bounded_lines(handle: IO[bytes] | io.BufferedIOBase, limit: int,
                    ) -> Iterator[tuple[bytes | None, int]]:
-    """(line, its length) of each line, reading at most `limit` + 1 bytes of one line at a
-    time: a line longer than that (a 400 MB line inside a 611 KB gzip) comes as (None, its
+    """(line, its length) of each line, holding at most `limit` + 1 bytes of one line: a
+    line longer than that (a 400 MB line inside a 611 KB gzip) comes as (None, its
     length), its rest skipped in pieces, so memory stays bounded by the limit whatever
-    the compression ratio or the growth of the file since planning."""
+    the compression ratio or the growth of the file since planning.
+
+    Read in pieces of 64 KiB, joined once the line is whole: one `readline(limit + 1)`
+    would build the line from a list of buffer-sized chunks and then join them, holding
+    it twice (measured: +75 MB for a 32 MiB limit)."""
     while True:
-        line = handle.readline(limit + 1)
-        if not line:
+        pieces: list[bytes] = []
+        held = 0
+        while True:
+            piece = handle.readline(min(_PIECE, limit + 1 - held))
+            pieces.append(piece)
+            held += len(piece)
+            if not piece or piece.endswith(b"\n") or held > limit:
+                break
+        if not held:
             return
-        if len(line) <= limit or line.endswith(b"\n"):
-            yield line, len(line)
+        if held > limit:
+            pieces.clear()
+            yield None, held + sum(_skip_line(handle, b""))
             continue
-        yield None, sum(_skip_line(handle, line))
+        line = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        pieces.clear()
+        yield line, held
 
 
 def _skip_line(handle: IO[bytes] | io.BufferedIOBase, first: bytes) -> Iterator[int]:
-    """Lengths of the pieces up to the end of the current line (`first` already read)."""
+    """Lengths of the pieces up to the end of the current line (`first` already read; an
+    empty `first` means none read yet)."""
     piece = first
     if piece:
         yield len(piece)
-    while not piece.endswith(b"\n"):
+        if piece.endswith(b"\n"):
+            return
+    while True:
         piece = handle.readline(_PIECE)
         if not piece:
             return
         yield len(piece)
+        if piece.endswith(b"\n"):
+            return

@@ -29,7 +29,9 @@ from .common import (
     Reader,
     ReaderError,
     ReaderParams,
+    RowError,
     bad_file_table,
+    coerce_field,
     document_id,
     expand_paths,
 )
@@ -130,6 +132,12 @@ class ParquetReader(Reader[ParquetParams]):
         mapping = {"text": "text", **self.source.columns}
         missing = [f"{source_col!r} (for {target})" for target, source_col in mapping.items()
                    if source_col not in schema.names]
+        twice = [f"{source_col!r} (for {target}) appears {schema.names.count(source_col)} "
+                 "times" for target, source_col in mapping.items()
+                 if schema.names.count(source_col) > 1]
+        if twice:  # which one is meant cannot be known: Arrow alone would refuse by name
+            raise ReaderError(f"{path}: column {', '.join(twice)} in the file; a mapped "
+                              f"column must be unique (source {self.source.name!r})")
         if missing:
             raise ReaderError(
                 f"{path}: column {', '.join(missing)} not found in source "
@@ -163,12 +171,16 @@ class ParquetReader(Reader[ParquetParams]):
         columns["id"] = pa.array(ids, pa.string())
         columns["source"] = pa.array([self.source.name] * n, pa.string())
         columns["kind"] = pa.array([self.source.kind] * n, pa.string())
+        details: list[str | None] = [None] * n
         for target in MAPPED_TARGETS:
-            columns[target] = _mapped(table, mapping.get(target), READ_SCHEMA.field(target).type, n)
+            columns[target], bad = _mapped(table, target, mapping.get(target), n)
+            for i, error in bad.items():  # a value its column cannot store: that row alone
+                if reasons[i] is None:
+                    reasons[i], details[i] = "invalid_field", f"{rel} row {rows[i]}: {error}"
         if self.source.lang and "lang" not in mapping:
             columns["lang"] = pa.array([self.source.lang] * n, pa.string())
         columns["reason"] = pa.array(reasons, pa.string())
-        columns["detail"] = pa.nulls(n, pa.string())
+        columns["detail"] = pa.array(details, pa.string())
         return pa.Table.from_pydict({name: columns[name] for name in READ_SCHEMA.names},
                                     schema=READ_SCHEMA)
 
@@ -244,15 +256,33 @@ def _open(path: str) -> pq.ParquetFile:
     return pq.ParquetFile(fs.open(bare, "rb"), pre_buffer=False, buffer_size=_STREAM_BUFFER)
 
 
-def _mapped(table: pa.Table, column: str | None, target_type: pa.DataType, n: int) -> pa.Array:
+def _mapped(table: pa.Table, target: str, column: str | None, n: int,
+            ) -> tuple[pa.Array, dict[int, str]]:
+    """Document column `target` from input `column`, and the rows whose value it cannot
+    store, each with why (a `stars` of "x", of 2**64 in a uint64 column, a struct `repo`).
+
+    Arrow's checked cast first (one call for a column of the right type); where it
+    refuses, each value goes through the readers' shared `coerce_field`, so a bad value
+    costs its row and never becomes a silent -1 or "b'...'"."""
+    target_type = READ_SCHEMA.field(target).type
     if column is None:
-        return pa.nulls(n, target_type)
+        return pa.nulls(n, target_type), {}
     values = table.column(column).combine_chunks()
-    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        # The Stack keeps licenses as a list: store them comma-joined.
-        values = pa.array([",".join(map(str, v)) if v is not None else None
-                           for v in values.to_pylist()], pa.string())
-    return values.cast(target_type, safe=False)
+    if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        try:
+            return values.cast(target_type, safe=True), {}
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+    # a list (The Stack's licenses: comma-joined without nulls), or values to check one by one
+    out: list[object] = []
+    bad: dict[int, str] = {}
+    for i, value in enumerate(values.to_pylist()):
+        try:
+            out.append(coerce_field(target, column, value))
+        except RowError as error:
+            out.append(None)
+            bad[i] = str(error)
+    return pa.array(out, target_type), bad
 
 
 def _decode_binary(values: pa.Array) -> tuple[pa.Array, list[str | None]]:

@@ -1,0 +1,157 @@
+"""Peak worker memory on hostile jsonl input, against the bound of issue 32.
+
+    python -m tests.bench.bench_hostile_memory [--max-doc-mib 16] [--line-mb 400]
+
+Builds (ingest only, one real Ray worker) each input below from real text (standard-
+library files, JSON-escaped, repeated), and prints the peak resident memory of the
+ingest task (the executor's per-task log, LEMUR_TASK_MEMORY_LOG) against the bound:
+the control's peak (the baseline) + 2x `max_doc_bytes`.
+
+- control: a jsonl.gz of ordinary documents (the baseline);
+- gz line: one line of `--line-mb` MB inside a gzip of a few MB;
+- zst line: the same line in a zstd file of tens of KB;
+- zst bomb: one line of 4x that (1.6 GB) in a zstd file of about 0.2 MB;
+- growing: a plain jsonl to which 512 MB of documents are appended as soon as the build
+  has listed its input (run/work/listing.json written), before its ingest task reads it.
+
+Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+import yaml
+import zstandard
+
+REPO = Path(__file__).resolve().parents[2]
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def _documents() -> list[bytes]:
+    return [json.dumps({"content": f.read_text(), "path": str(f.relative_to(STDLIB))}).encode()
+            + b"\n" for f in sorted((STDLIB / "json").glob("*.py"))
+            + sorted((STDLIB / "email").glob("*.py"))]
+
+
+def _huge_line(out: object, megabytes: int) -> None:
+    """A good line, one line of `megabytes` MB (encoder.py's JSON-escaped text repeated:
+    under gzip's 32 KiB window, so it compresses), then a good line."""
+    write = out.write  # type: ignore[attr-defined]
+    unit = json.dumps((STDLIB / "json" / "encoder.py").read_text())[1:-1].encode()
+    good = _documents()[0]
+    write(good + b'{"content": "')
+    for _ in range(megabytes * (1 << 20) // len(unit) + 1):
+        write(unit)
+    write(b'"}\n' + good)
+
+
+def make_inputs(folder: Path, line_mb: int) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"control": folder / "control.jsonl.gz", "gz line": folder / "line.jsonl.gz",
+             "zst line": folder / "line.jsonl.zst", "zst bomb": folder / "bomb.jsonl.zst",
+             "growing": folder / "growing.jsonl"}
+    with gzip.open(paths["control"], "wb") as out:
+        for doc in _documents():
+            out.write(doc)
+    with gzip.open(paths["gz line"], "wb", compresslevel=6) as out:
+        _huge_line(out, line_mb)
+    level = zstandard.ZstdCompressor(level=19, write_content_size=False)
+    for name, size in (("zst line", line_mb), ("zst bomb", 4 * line_mb)):
+        with paths[name].open("wb") as raw, level.stream_writer(raw) as out:
+            _huge_line(out, size)
+    paths["growing"].write_bytes(b"".join(_documents()))
+    return paths
+
+
+def _grow(path: Path, listed: Path, stop: threading.Event, limit: int) -> None:
+    """Once the build has listed its input, append `limit` bytes of documents."""
+    while not listed.exists():
+        if stop.wait(0.005):
+            return
+    docs = b"".join(_documents())
+    with path.open("ab") as out:
+        for _ in range(limit // len(docs)):
+            out.write(docs)
+
+
+def _grew(run: Path) -> str:
+    """The size the growing file had when its last unit read it (its quarantine record)."""
+    import pyarrow.parquet as pq
+
+    for shard in sorted(run.glob("removed/**/*.parquet")):
+        for detail in pq.read_table(shard, columns=["detail"]).column("detail").to_pylist():
+            if detail and "grew from" in detail:
+                return detail.split("; ")[0] if detail.startswith("grew") else detail
+    return "not seen"
+
+
+def build(path: Path, folder: Path, max_doc_mib: int, grow: bool) -> float:
+    """Peak MB of the ingest task (the largest over its tasks)."""
+    manifest = {"name": f"hostile-{path.name}".replace(".", "-"), "stages": [],
+                "shard": {"max_bytes": "4MB"},
+                "sources": [{"name": "j", "kind": "code", "lang": "Python",
+                             "max_doc_bytes": f"{max_doc_mib}MiB",
+                             "columns": {"text": "content", "path": "path"},
+                             "reader": {"type": "jsonl", "paths": [str(path)]}}]}
+    (folder / "manifest.yaml").write_text(yaml.safe_dump(manifest))
+    log = folder / "tasks.tsv"
+    stop = threading.Event()
+    listed = folder / "run" / "work" / "listing.json"
+    writer = (threading.Thread(target=_grow, args=(path, listed, stop, 512 << 20))
+              if grow else None)
+    if writer:
+        writer.start()
+    try:
+        subprocess.run([sys.executable, "-m", "lemur_data.pipeline.cli", "build", "--manifest",
+                        str(folder / "manifest.yaml"), "--run-dir", str(folder / "run"),
+                        "--progress", "none", "--workers", "1"],
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "LEMUR_TASK_MEMORY_LOG": str(log)})
+    finally:
+        stop.set()
+        if writer:
+            writer.join()
+    peaks = [float(line.split("\t")[3]) for line in log.read_text().splitlines()
+             if "ingest" in line.split("\t")[0]]
+    return max(peaks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-doc-mib", type=int, default=16)
+    parser.add_argument("--line-mb", type=int, default=400)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
+    paths = make_inputs(work / "inputs", args.line_mb)
+    sizes = {name: path.stat().st_size for name, path in paths.items()}
+    bound_mb = 2 * args.max_doc_mib * (1 << 20) / 1e6
+    print(f"max_doc_bytes {args.max_doc_mib} MiB: bound = control peak + {bound_mb:.1f} MB")
+    print(f"{'input':<10} {'file bytes':>12} {'task peak MB':>13} {'over control':>13} "
+          f"{'bound':>8}  ok")
+    control = 0.0
+    for name, path in paths.items():
+        folder = work / name.replace(" ", "-")
+        folder.mkdir()
+        peak = build(path, folder, args.max_doc_mib, grow=name == "growing")
+        control = peak if name == "control" else control
+        over = peak - control
+        print(f"{name:<10} {sizes[name]:>12,} {peak:>13.1f} {over:>13.1f} {bound_mb:>8.1f}  "
+              f"{'yes' if over <= bound_mb else 'NO'}", flush=True)
+        if name == "growing":
+            print(f"           ({_grew(folder / 'run')})")
+    subprocess.run(["rm", "-rf", str(work)], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
