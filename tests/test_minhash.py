@@ -380,3 +380,19 @@ def _clusters(rep: dict[str, str]) -> dict[str, list[str]]:
     for path, kept in rep.items():
         out.setdefault(kept, []).append(path)
     return out
+
+
+def test_a_run_uses_no_more_partitions_than_shards(tmp_path: Path) -> None:
+    """Partition tasks beyond the shard count only add fixed costs: a 2-shard run plans
+    2 of each partitioned phase's tasks, a 12-shard run the manifest's 8."""
+    from lemur_data.stages.base import GlobalContext
+    from lemur_data.stages.minhash.stage import MinHash
+
+    stage = MinHash(MinHashParams(partitions=8))
+    for shards, expected in ((2, 2), (12, 8)):
+        ctx = GlobalContext(str(tmp_path), str(tmp_path / "work"),
+                            {f"s-{i:05d}": f"{tmp_path}/s-{i}.parquet" for i in range(shards)}, 7)
+        counts = {phase.name: len(phase.tasks) for phase in stage.phases(ctx)}
+        assert counts == {"signatures": shards, "buckets": expected, "verify_ship": expected,
+                          "verify_check": expected, "components": 1}
+        assert stage.summary(ctx)["lsh"]["partitions"] == expected

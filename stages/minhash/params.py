@@ -50,7 +50,8 @@ class MinHashParams(StageParams):
     """auto: `code` for code documents, `words` for text documents."""
     partitions: PositiveInt = 8
     """Band partitions and document partitions; memory per task ~ 1/partitions of the
-    corpus' band rows (buckets) or shingle sets (verify)."""
+    corpus' band rows (buckets) or shingle sets (verify). A run uses at most one per
+    input shard (`MinHash.partitioned`)."""
     keep_order: KeepOrder = "stars"
     """Which member of a cluster survives: `stars` (most stars, then a known licence,
     then smallest id) or `stack-v2` (permissive > no licence > non-permissive, then

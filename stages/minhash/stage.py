@@ -113,8 +113,21 @@ class MinHash(GlobalStage[MinHashParams]):
         return ["No near-duplicate (MinHash) stage ran: only exact copies, if any, "
                 "were removed."] if entry is None else []
 
+    def partitioned(self, ctx: GlobalContext) -> MinHashParams:
+        """The parameters with `partitions` at most the input's shard count.
+
+        A partition's task holds about 1/partitions of the corpus' band rows or shingle
+        sets; with no more partitions than shards that is at most about one shard's, what
+        a signatures task holds anyway. More partitions than shards only add tasks (a
+        small build's 24 buckets and verify tasks cost more than its signing). The
+        decisions do not depend on the count, and the count depends only on the plan.
+        """
+        count = min(self.params.partitions, max(1, len(ctx.input_shards)))
+        return (self.params if count == self.params.partitions
+                else self.params.model_copy(update={"partitions": count}))
+
     def phases(self, ctx: GlobalContext) -> list[Phase]:
-        p = self.params
+        p = self.partitioned(ctx)
         files, parts = WorkFiles(ctx.work_dir), range(p.partitions)
         shards = sorted(ctx.input_shards)
         seed = p.effective_seed(ctx.seed)
@@ -186,18 +199,18 @@ class MinHash(GlobalStage[MinHashParams]):
         return removed_for(storage.join(ctx.work_dir, "decisions"))
 
     def export_index(self, source: IndexSource) -> dict[str, Any]:
-        return dedup_index.export(self.params, source)
+        return dedup_index.export(self.partitioned(source.ctx), source)
 
     def index_reads(self) -> list[IndexReads]:
         return dedup_index.reads(self.params)
 
     def applier(self, ctx: GlobalContext) -> DocumentStage:
-        p = self.params
+        p = self.partitioned(ctx)
         part_of = {shard: i % p.partitions for i, shard in enumerate(sorted(ctx.input_shards))}
         return MinHashApplier(p, WorkFiles(ctx.work_dir), part_of)
 
     def summary(self, ctx: GlobalContext) -> dict[str, Any]:
-        p = self.params
+        p = self.partitioned(ctx)
         bands, rows = p.lsh_shape()
         clusters_path = WorkFiles(ctx.work_dir).clusters()
         found = storage.read_json(clusters_path) if storage.exists(clusters_path) else {}
