@@ -1,6 +1,7 @@
 """lemur-data against datatrove, side by side, on the same documents and cores.
 
     python -m tests.bench.run [--corpus PATH] [--mb N] [--out FILE] [--peer-scaling] [--extra]
+    python -m tests.bench.run --linux        # 1 GB: Debian's Linux 6.1 source, one round
 
 Input: a fixed-size sample (default 50 MB) of what manifests/demo.yaml reads (the
 Python installation's code and prose), or `--corpus` (a folder tree, jsonl or
@@ -18,6 +19,11 @@ Throughput per core is bytes in / CPU seconds: for ours the CPU time of the Ray 
 (timings.json `cpu_seconds`, measured in the worker around each task), for datatrove
 the CPU time of its process and its (forked) pool workers. End to end is wall time.
 Prints a markdown table (and writes it to --out).
+
+`--linux` is the 1 GB case: Debian's `linux-source-6.1` package (C code and English
+documentation), fetched once with `apt-get download` and unpacked into
+~/.cache/lemur-data/bench/ (or $LEMUR_DATA_CACHE/bench), then `--corpus` it with
+`--mb 1000 --rounds 1` unless given.
 """
 
 from __future__ import annotations
@@ -290,6 +296,29 @@ def table(mb: dict[str, float], docs: int, runs: dict[str, dict[str, Any]], tok_
     return "\n".join(out)
 
 
+LINUX = "linux-source-6.1"
+
+
+def linux_source() -> Path:
+    """Debian's Linux 6.1 source tree, fetched and unpacked once (the 1 GB input)."""
+    cache = Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
+    root = cache / "bench"
+    tree = root / LINUX
+    if (tree / "Makefile").is_file():
+        return tree
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"fetching {LINUX} (apt-get download) into {root}", file=sys.stderr)
+    subprocess.run(["apt-get", "download", LINUX], cwd=root, check=True)
+    deb = sorted(root.glob(f"{LINUX}_*.deb"))[-1]
+    unpacked = root / "deb"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
+    subprocess.run(["tar", "-xf", str(unpacked / "usr" / "src" / f"{LINUX}.tar.xz"), "-C",
+                    str(root)], check=True)
+    shutil.rmtree(unpacked)
+    deb.unlink()
+    return tree
+
+
 def prepare(work: Path, corpus: str | None, limit: float | None) -> None:
     """In a child process: the jsonl corpus, the tokenizer.json, LSH shape, model path."""
     import importlib.resources
@@ -331,7 +360,16 @@ def main() -> int:
                         help="interleaved rounds; the best wall time of each is reported")
     parser.add_argument("--extra", action="store_true",
                         help="also run ours with the stages datatrove has no peer for")
+    parser.add_argument("--linux", action="store_true",
+                        help="the 1 GB case: --corpus Debian's Linux 6.1 source (fetched once "
+                             "with apt-get download), --mb 1000 --rounds 1 unless given")
     args = parser.parse_args()
+    if args.linux:
+        if args.corpus:
+            parser.error("--linux is a corpus: give --corpus or --linux, not both")
+        args.corpus = str(linux_source())
+        args.mb = 1000.0 if args.mb is None else args.mb
+        args.rounds = 1 if "--rounds" not in sys.argv else args.rounds
     limit = args.mb if args.mb is not None else (None if args.corpus else 50.0)
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-peers-"))
     load_before = os.getloadavg()[0]
@@ -366,7 +404,7 @@ def main() -> int:
         extra_manifest.write_text(yaml.safe_dump(our_manifest(work / "corpus", extra=True)))
         extra = run_ours(extra_manifest, work / "ours-extra", 2)
     text = (f"lemur-data vs datatrove, {date.today().isoformat()}: `python -m tests.bench.run"
-            + (f" --corpus {args.corpus}" if args.corpus else "")
+            + (" --linux" if args.linux else f" --corpus {args.corpus}" if args.corpus else "")
             + (f" --mb {args.mb:g}" if args.mb is not None else "")
             + (f" --rounds {args.rounds}" if args.rounds != 2 else "")
             + (" --peer-scaling" if args.peer_scaling else "")
