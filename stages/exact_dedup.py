@@ -19,9 +19,8 @@ per hash, sorted by hash; partition = the first 32 bits of the hash mod `partiti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
@@ -54,6 +53,10 @@ from .dedup_index.format import (
 from .hooks import Cost, CostInput, StatsEntry
 from .keeper import KeepOrder, explain_duplicate, license_ranks, sort_keys
 from .paths import LocalPath
+
+if TYPE_CHECKING:  # polars is imported by the tasks that use it: ~0.4 s, and the
+    # driver, `plan` and the workbench import this module for its hooks
+    import polars as pl
 
 
 class ExactDedupParams(StageParams):
@@ -104,6 +107,8 @@ class HashShard:
                                       "kind"])
         if self.scope is not None:
             table = table.filter(in_scope(table, self.scope))
+        import polars as pl
+
         hashes = content_hashes(table.column("text"), self.normalize)
         frame = pl.DataFrame({
             "hash": hashes,
@@ -132,6 +137,8 @@ class DecidePartition:
     earlier: tuple[IndexedRun, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
+        import polars as pl
+
         frames = [cast(pl.DataFrame, pl.from_arrow(storage.read_parquet(path))).with_columns(
                       pl.lit(self.shard_of[path.rsplit("/", 2)[-2]]).alias("shard"))
                   for path in self.inputs]
@@ -159,6 +166,8 @@ class DecidePartition:
 
     def _earlier_hashes(self, run: IndexedRun) -> pl.DataFrame:
         """(hash, kept_id) of the earlier run's kept documents in this partition."""
+        import polars as pl
+
         parts = [storage.read_parquet(index_file(run.files, q))
                  for q in run.parts_for(self.part, self.partitions)]
         kept = pl.from_arrow(pa.concat_tables(parts))

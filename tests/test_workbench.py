@@ -165,6 +165,31 @@ def test_explain_follows_one_document_through_every_stage(
     assert code == 2 and "is no document of" in err
 
 
+_IMPORTS_PROBE = """
+import contextlib, io, sys
+from lemur_data.pipeline.cli import main
+run, doc = sys.argv[1:]
+with contextlib.redirect_stdout(io.StringIO()):
+    codes = [main(["inspect", "--run-dir", run, "-n", "1"]), main(["diff", run, run]),
+             main(["explain", "--run-dir", run, doc])]
+print(codes, sorted(m for m in ("polars", "pandas", "matplotlib", "ray") if m in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_the_workbench_imports_no_dataframe_library_plot_or_ray(demo_sample: Path) -> None:
+    """What makes `inspect`, `explain` and `diff` answer in a second: polars (the stage
+    modules of exact_dedup and repo_context, whose hooks explain calls), pandas
+    (pyarrow's probe of its first array), matplotlib and Ray are never imported."""
+    import subprocess
+    import sys
+
+    kept = sorted(_kept_ids(demo_sample))[0]  # every stage's hook explains a kept document
+    out = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, str(demo_sample), kept],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[0, 0, 0] []", out
+
+
 @pytest.mark.slow
 def test_explain_names_the_surviving_copy_of_a_near_duplicate(
         demo_sample: Path, capsys: pytest.CaptureFixture) -> None:

@@ -60,7 +60,10 @@ def add_commands(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Any) -> int:
+    from ...stages.storage import skip_pandas_probe
     from .rundir import NotARunError
+
+    skip_pandas_probe()  # pyarrow would import pandas to build its first array (~0.6 s)
 
     try:
         if args.command == "inspect":
