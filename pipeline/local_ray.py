@@ -16,6 +16,10 @@ include_dashboard=False)`, measured with psutil on the listening sockets of a bu
   `RAY_AUTH_MODE=disabled` a POST to it ran a command as the build's user. A build
   needs none of it (it talks to the GCS), so `Node.start_api_server` is not called.
 
+The head's dashboard agent starts `--minimal` (no HTTP server, no metrics or job
+modules; `_minimal_agent`): the raylet waits for the agent to start before it
+registers, and the full agent's imports made that the longest part of `ray.init`.
+
 A cluster joined with `--ray-address` is left as its operator configured it
 (README, "Security").
 """
@@ -33,7 +37,7 @@ LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 @contextlib.contextmanager
 def loopback_only() -> Iterator[None]:
     """Around `ray.init` of a local instance: loopback addresses, no API server."""
-    from ray._private import node, ray_constants
+    from ray._private import node, ray_constants, utils
 
     set_here = LOCAL_ONLY_ENV not in os.environ
     os.environ.setdefault(LOCAL_ONLY_ENV, "0")
@@ -46,12 +50,24 @@ def loopback_only() -> Iterator[None]:
         """The job and state API server: a build uses neither."""
 
     node.Node.start_api_server = no_api_server
+    saved_check = utils.get_dashboard_dependency_error
+    utils.get_dashboard_dependency_error = _minimal_agent
     try:
         yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         node.Node.start_api_server = saved_start
+        utils.get_dashboard_dependency_error = saved_check
         # The processes ray.init started have it; a `ray start` this process runs later
         # (a cluster head of its own) must not: Ray refuses multi-node clusters with it.
         if set_here:
             del os.environ[LOCAL_ONLY_ENV]
+
+
+def _minimal_agent() -> ImportError:
+    """Ray's check for its dashboard's dependencies, answered "missing": the raylet then
+    starts its dashboard agent with `--minimal` (no HTTP server, no metrics or job
+    modules), and the check's import of aiohttp, grpc and opentelemetry (~0.5 s) is
+    spared. The raylet waits for the agent to start, and a full agent imports them all
+    again."""
+    return ImportError("a build's local Ray runs its dashboard agent minimal")
