@@ -48,8 +48,10 @@ UNITS: dict[str, str] = {
     "npmrc slashes": "//a",
     "npmrc lines": "//a/:_authToken=",
     "URL credentials": "x://a:b@",
-    "Cloudant spaces": "cl_key" + " " * 400 + "x ",
-    "IBM spaces": "secret_key" + " " * 400 + "x ",
+    # a key name, 400 spaces and no separator, then a value of the right shape: the
+    # patterns' `(?: *)(?:=|:| +|...)(?: *)` fails three ways per space
+    "Cloudant spaces": "cl_key" + " " * 400 + "x " + "0123456789abcdef" * 4 + "\n",
+    "IBM spaces": "secret_key" + " " * 400 + "x " + "0123456789abcdef" * 3 + "\n",
     "Discord dots": "M.abcdef.",
     "Telegram colons": "12345678:" + "a" * 35,
     "Twilio prefixes": "AC",

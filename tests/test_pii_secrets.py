@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from lemur_data.filters import secrets
 from lemur_data.filters.pii import find_pii, redact
 from lemur_data.filters.secrets import find_secrets
 from lemur_data.stages.base import ShardContext
@@ -168,3 +169,13 @@ def test_placeholders_and_code_stay(tmp_path: Path) -> None:
     for line, file in zip(kept, ["a.py", "c.yaml", ".env", "a.py", "a.cs", "a.py"],
                           strict=True):
         assert find_pii(line, path=file) == [], line
+
+
+def test_lowered_text_keeps_every_position() -> None:
+    """The prefilter runs on the lowered text and its positions are used on the text: the
+    characters whose lowercase is longer are all known (U+0130 only)."""
+    longer = {chr(c) for c in range(0x110000) if len(chr(c).lower()) != 1}
+    assert longer == set(secrets.LONGER_LOWER)
+    text = "İstanbul: password = \"hunter2!x\"\n"
+    assert secrets.lower(text) == "istanbul: password = \"hunter2!x\"\n"
+    assert [text[f.start:f.end] for f in secrets.find_secrets(text, "a.py")] == ["hunter2!x"]
