@@ -396,3 +396,23 @@ def test_a_run_uses_no_more_partitions_than_shards(tmp_path: Path) -> None:
         assert counts == {"signatures": shards, "buckets": expected, "verify_ship": expected,
                           "verify_check": expected, "components": 1}
         assert stage.summary(ctx)["lsh"]["partitions"] == expected
+
+
+def test_a_process_switches_to_numba_once_it_has_hashed_enough(monkeypatch) -> None:
+    """Auto (compiled=None) hashes with numpy until COMPILE_AFTER bytes, then with numba:
+    the same hashes and signatures on both sides of the switch."""
+    from lemur_data.filters.minhash import shingle_kernels
+
+    texts = pa.array([p.read_text() for p in sorted((STDLIB / "json").glob("*.py"))])
+    a, b = sig.permutations(128, 3, "affine32")
+    monkeypatch.setattr(shingle_kernels, "_hashed", 0)
+    monkeypatch.setattr(shingle_kernels, "COMPILE_AFTER",
+                        2 * sum(len(t.encode()) for t in texts.to_pylist()))
+    seen = []
+    for _ in range(4):
+        hashes, offsets = sh.batch_shingle_hashes(texts, "code", 5)
+        seen.append((shingle_kernels.in_use(), hashes, sig.signatures(hashes, offsets, a, b,
+                                                                      "affine32")))
+    assert [used for used, _, _ in seen] == [False, False, True, True]
+    for _, hashes, signature in seen[1:]:
+        assert np.array_equal(hashes, seen[0][1]) and np.array_equal(signature, seen[0][2])

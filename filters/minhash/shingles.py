@@ -167,14 +167,18 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def batch_shingle_hashes(texts: pa.Array | pa.ChunkedArray, mode: Mode, n: int,
-                         compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                         compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Shingle hashes of every document: (hashes uint32, offsets int64 of len(texts)+1).
 
     Document i's shingles are hashes[offsets[i]:offsets[i+1]], in text order
     with repeats, the same values `shingle_hash` gives for `shingles(text)`.
-    `compiled`: one numba pass over the bytes when numba is installed, else numpy.
+    `compiled`: one numba pass over the bytes when numba is installed, else numpy; None:
+    numba once this process has hashed enough to repay starting it
+    (`shingle_kernels.worth_compiling`).
     """
     data, offsets = _string_buffers(texts)
+    if compiled is None:
+        compiled = shingles_kernel.worth_compiling(int(offsets[-1] - offsets[0]))
     if compiled and shingles_kernel.AVAILABLE:
         return shingles_kernel.shingle_hashes(
             data, offsets, _TOKEN_BYTES[mode],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...filters.minhash import shingle_kernels
 from ...filters.minhash.shingles import fmix64_array
 from . import kernels as minhash_kernels
 
@@ -45,16 +46,20 @@ def fmix32(h: np.ndarray) -> np.ndarray:
 
 
 def signatures(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray,
-               scheme: str, compiled: bool = True) -> np.ndarray:
+               scheme: str, compiled: bool | None = None) -> np.ndarray:
     """One signature row (uint32) per document; documents without shingles get MAX_HASH.
 
     `compiled`: the fused numba kernel when numba is installed (same values, ~10x
-    faster), else the numpy blocks below.
+    faster), else the numpy blocks below; None: numba once this process hashes shingles
+    with it (`shingle_kernels.in_use`: starting numba costs more than a small input's
+    signatures).
     """
     docs = len(offsets) - 1
     sig = np.full((docs, len(a)), MAX_HASH, dtype=np.uint32)
     if hashes.size == 0:
         return sig
+    if compiled is None:
+        compiled = shingle_kernels.in_use()
     if compiled and minhash_kernels.AVAILABLE:
         return minhash_kernels.signatures(hashes, offsets, a, b, scheme, sig)
     if scheme == "legacy":

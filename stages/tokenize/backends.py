@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -50,8 +51,10 @@ class Choice:
     """Why the reference encodes ('' when fastokens does)."""
 
 
+@cache
 def reference_name(kind: str) -> str:
-    """`sentencepiece 0.2.3`: a package and its installed version."""
+    """`sentencepiece 0.2.3`: a package and its installed version (read once per process:
+    each lookup parses the package's METADATA, and every tokenize task reports it)."""
     try:
         return f"{kind} {version(kind)}"
     except PackageNotFoundError:
