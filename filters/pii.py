@@ -25,9 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import ahocorasick
-
-from .secrets import find_secrets, lower
+from .secrets import automaton, find_secrets
 
 PLACEHOLDERS = {
     "email": "<EMAIL>",
@@ -149,21 +147,17 @@ _TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
 ]
 
 
-def _trigger_automaton() -> ahocorasick.Automaton:
-    automaton = ahocorasick.Automaton()
-    for index, (_rule, literals, _pattern) in enumerate(_TOKENS):
-        for literal in literals:
-            automaton.add_word(literal, (*automaton.get(literal, ()), index))
-    automaton.make_automaton()
-    return automaton
-
-
-# One pass finds which token rules can match at all; most documents trigger none.
-_TRIGGERS = _trigger_automaton()
+# The token rules' literals (case matters: a lowered hit is checked against the text) and
+# the assigned rule's key words, found in filters/secrets.py's one prefilter pass.
+_LITERALS: dict[str, list[tuple[str, int]]] = {}  # lowered -> (literal, token rule)
+for _index, (_rule, _literals, _pattern) in enumerate(_TOKENS):
+    for _literal in _literals:
+        _LITERALS.setdefault(_literal.lower(), []).append((_literal, _index))
 
 # `secret_key = "..."`, `"api_token": "..."`, `AWS_SECRET_ACCESS_KEY=...`: the value is
 # a key when it looks random (entropy), not a word, a path or a placeholder.
 _KEY_WORDS = ("key", "secret", "token", "passw", "pwd", "credential", "auth")
+_PREFILTER = automaton(also=(*_LITERALS, *_KEY_WORDS))
 _ASSIGNED_TAIL = re.compile(
     r"[\w\-]{0,30}[\"']?\s{0,5}(?:=|:|=>|:=)\s{0,5}(?P<quote>[rbuf]?[\"'`])?"
     r"(?P<value>[A-Za-z0-9+/=_\-.~]{16,256})(?![A-Za-z0-9+/=_\-.~])")
@@ -182,16 +176,14 @@ def _code_name(text: str, match: re.Match[str]) -> bool:
                 and sum(c.isdigit() for c in value) < 0.15 * len(value))
 
 
-def _assigned(text: str, min_entropy: float, work: list[int] | None = None) -> Iterator[Span]:
-    # str.find over the lowercased text, then an anchored match: a case-insensitive
-    # regex alternation scanning every position runs at a tenth of the speed.
-    lowered = lower(text)  # same length: its positions are the text's
+def _assigned(text: str, min_entropy: float, hits: dict[str, list[int]],
+              work: list[int] | None = None) -> Iterator[Span]:
+    """`hits`: where each key word starts (the prefilter's pass), then an anchored match: a
+    case-insensitive regex alternation scanning every position runs at a tenth of the
+    speed."""
     seen: set[int] = set()
     for word in _KEY_WORDS:
-        if work is not None:
-            work.append(len(text))
-        at = lowered.find(word)
-        while at != -1:
+        for at in hits.get(word, ()):
             if work is not None:
                 work.append(_ASSIGNED_WIDTH)
             match = _ASSIGNED_TAIL.match(text, at + len(word))
@@ -201,7 +193,6 @@ def _assigned(text: str, min_entropy: float, work: list[int] | None = None) -> I
                     pass
                 elif _looks_random(match.group("value"), min_entropy):
                     yield Span(match.start("value"), match.end("value"), "key", "assigned")
-            at = lowered.find(word, at + 1)
 
 
 def entropy(value: str) -> float:
@@ -359,18 +350,19 @@ def find_pii(text: str, *, emails: bool = True, ip_addresses: bool = True, keys:
     if keys and "://" in text:  # before emails: `user:pass@db.host.com` is no address
         groups.append(list(_url_passwords(text, work)))
     if keys:
-        if work is not None:
-            work.append(len(text))  # the automaton's pass
-        triggered = sorted({i for _end, rules in _TRIGGERS.iter(text) for i in rules})
+        hits: dict[str, list[int]] = {}
+        found = list(find_secrets(text, path, work, prefilter=_PREFILTER, also=hits))
+        triggered = sorted({index for lowered in _LITERALS.keys() & hits.keys()
+                            for literal, index in _LITERALS[lowered]
+                            if any(text.startswith(literal, at) for at in hits[lowered])})
         for index in triggered:
             rule, _literals, pattern = _TOKENS[index]
             if work is not None:
                 work.append(len(text))  # literal first, bounded width: one pass
             groups.append([Span(m.start(), m.end(), "key", rule)
                            for m in pattern.finditer(text)])
-        groups += _by_rule(Span(f.start, f.end, "key", f.rule)
-                           for f in find_secrets(text, path, work))
-        groups.append(list(_assigned(text, key_min_entropy, work)))
+        groups += _by_rule(Span(f.start, f.end, "key", f.rule) for f in found)
+        groups.append(list(_assigned(text, key_min_entropy, hits, work)))
     if emails and "@" in text:
         groups.append(list(_emails(text, keep_example_emails, work)))
     if ip_addresses:

@@ -186,7 +186,9 @@ _KEYWORD = -1  # the automaton's value for a KeywordDetector word
 _PRIVATE_KEY = next(i for i, rule in enumerate(RULES) if rule.name == "PrivateKeyDetector")
 
 
-def _automaton() -> ahocorasick.Automaton:
+def automaton(also: Iterable[str] = ()) -> ahocorasick.Automaton:
+    """The prefilter: every rule's literals and KeywordDetector's words, and the caller's
+    own literals `also` (lowercase), whose hits `find_secrets` hands back in one pass."""
     automaton = ahocorasick.Automaton()
     entries: dict[str, set[int]] = {}
     for index, rule in enumerate(RULES):
@@ -194,13 +196,16 @@ def _automaton() -> ahocorasick.Automaton:
             entries.setdefault(literal, set()).add(index)
     for literal in _KEYWORDS:
         entries.setdefault(literal.lower(), set()).add(_KEYWORD)
+    extra = set(also)
+    for literal in extra:
+        entries.setdefault(literal, set())
     for literal, indices in entries.items():
-        automaton.add_word(literal, (len(literal), tuple(sorted(indices))))
+        automaton.add_word(literal, (len(literal), tuple(sorted(indices)), literal in extra))
     automaton.make_automaton()
     return automaton
 
 
-_TRIGGERS = _automaton()
+_TRIGGERS = automaton()
 
 
 # Characters whose lowercase is longer (U+0130 `İ` -> `i̇`): lowered to their first character,
@@ -274,16 +279,23 @@ def _matches(index: int, text: str, lo: int, hi: int) -> Iterator[tuple[int, int
             yield _secret_span(match)
 
 
-def find_secrets(text: str, path: str | None = None,
-                 work: list[int] | None = None) -> Iterator[Found]:
-    """Secrets in `text` by the rules above; `path` picks KeywordDetector's file type."""
-    lowered = lower(text)
+def find_secrets(text: str, path: str | None = None, work: list[int] | None = None, *,
+                 prefilter: ahocorasick.Automaton = _TRIGGERS, lowered: str | None = None,
+                 also: dict[str, list[int]] | None = None) -> Iterator[Found]:
+    """Secrets in `text` by the rules above; `path` picks KeywordDetector's file type.
+
+    `prefilter` from `automaton(literals)` also finds the caller's literals: their start
+    positions go to `also` (in text order), as soon as the first secret is asked for.
+    `lowered` is `lower(text)` if the caller has it."""
+    lowered = lower(text) if lowered is None else lowered
     if work is not None:
         work.append(len(text))  # the automaton's pass
     hits: dict[int, list[tuple[int, int]]] = {}  # rule -> (start, end) of its literals
-    for last, (length, indices) in _TRIGGERS.iter(lowered):
+    for last, (length, indices, extra) in prefilter.iter(lowered):
         for index in indices:
             hits.setdefault(index, []).append((last + 1 - length, last + 1))
+        if extra and also is not None:
+            also.setdefault(lowered[last + 1 - length:last + 1], []).append(last + 1 - length)
     for index, rule in enumerate(RULES):
         if rule.shape is not None:
             if work is not None:
