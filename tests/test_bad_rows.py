@@ -221,3 +221,29 @@ def test_a_parquet_text_column_of_the_wrong_type_is_an_error(tmp_path: Path) -> 
     with pytest.raises(ReaderError) as error:
         _read_parquet(tmp_path, table, {"text": "content"})
     assert "data.parquet: text column 'content' has type int64" in str(error.value)
+
+
+def test_a_zstd_window_past_the_line_bound_is_refused(tmp_path: Path) -> None:
+    """`zstd --long=27`: the decompressor would fill a 128 MiB window. With
+    max_doc_bytes 1 MiB (window bound 8 MiB) the file is `unreadable_file` naming the
+    cause; with 64 MiB (bound 128 MiB) the same file reads."""
+    import zstandard
+
+    files = sorted((STDLIB / "json").glob("*.py"))
+    lines = "".join(_good(i, f.read_text()) + "\n" for i, f in enumerate(files)).encode()
+    params = zstandard.ZstdCompressionParameters.from_level(
+        3, window_log=27, enable_ldm=True, write_content_size=False)
+    with (tmp_path / "long.jsonl.zst").open("wb") as raw, \
+            zstandard.ZstdCompressor(compression_params=params).stream_writer(raw) as out:
+        out.write(lines)
+    details = []
+    for limit, expected in (("1MiB", ["unreadable_file"]), ("64MiB", [None] * len(files))):
+        manifest = parse_manifest({"name": "rows", "sources": [
+            {"name": "j", "kind": "code", "max_doc_bytes": limit, "columns": COLUMNS,
+             "reader": {"type": "jsonl", "paths": ["long.jsonl.zst"]}}]}, "m", tmp_path)
+        source = manifest.sources[0]
+        rows = [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
+                for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+        assert [r["reason"] for r in rows] == expected, limit
+        details.append(rows[0]["detail"])
+    assert "Frame requires too much memory" in details[0], details[0]

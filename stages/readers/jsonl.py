@@ -231,7 +231,7 @@ class _Bounded(io.RawIOBase):
 def _decompressed(raw: io.RawIOBase, path: str,
                   max_doc_bytes: int = SourceInfo.max_doc_bytes) -> io.BufferedIOBase:
     """A line-iterable stream of the decompressed bytes, by file extension."""
-    buffered = io.BufferedReader(raw)
+    buffered = io.BufferedReader(raw, buffer_size=_PIECE)
     if path.endswith(".gz"):
         return gzip.GzipFile(fileobj=buffered)
     if path.endswith((".zst", ".zstd")):
