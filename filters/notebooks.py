@@ -26,7 +26,7 @@ from jupytext.languages import _SCRIPT_EXTENSIONS
 from nbformat.reader import NotJSONError
 from nbformat.validator import ValidationError
 
-from .langid.code import language_by_extension, language_by_name
+from .langid.code import language_by_extension, language_by_name, stack_name
 
 START, TEXT, CODE, OUTPUT, EMPTY = ("<jupyter_start>", "<jupyter_text>", "<jupyter_code>",
                                    "<jupyter_output>", "<empty_output>")
@@ -94,9 +94,10 @@ def read_notebook(text: str) -> nbformat.NotebookNode:
 def notebook_language(nb: nbformat.NotebookNode, default: str | None = None) -> NotebookLanguage:
     """The language from `metadata.language_info` (name, then file_extension), else from
     the kernelspec (language, then name), else `default` (old IPython notebooks carry no
-    language at all), in linguist's names as go-enry resolves them (`python3` -> Python,
-    `q` -> q, `.kt` -> Kotlin). `extension` is None where jupytext writes no script of
-    the language (to_script then keeps the code cells only, see `to_code`)."""
+    language at all), in The Stack's names as go-enry resolves them (`python3` -> Python,
+    `q` -> q, `.kt` -> Kotlin, `wolfram language` -> Mathematica). `extension` is None
+    where jupytext writes no script of the language (to_script then keeps the code cells
+    only, see `to_code`)."""
     meta = nb.get("metadata", {})
     info = meta.get("language_info", {}) or {}
     kernel = meta.get("kernelspec", {}) or {}
@@ -109,7 +110,7 @@ def notebook_language(nb: nbformat.NotebookNode, default: str | None = None) -> 
                 name = language_by_extension(dotted)
             else:
                 name = _linguist_name(candidate)
-    name = name or default
+    name = name or (stack_name(default) if default else None)
     return NotebookLanguage(name, _jupytext_extensions().get(name) if name else None)
 
 

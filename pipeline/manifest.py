@@ -33,6 +33,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
 )
@@ -91,7 +92,8 @@ class SourceSpec(Strict):
     columns: dict[str, str] = {}
     """Document column -> input column, e.g. {text: content, repo: max_stars_repo_name}."""
     lang: str | None = None
-    """Fixed language of every document (e.g. Python for stack-python)."""
+    """Fixed language of every document (e.g. Python for stack-python); for code, a
+    language linguist renamed is stored under The Stack's name (`Rocq Prover` -> Coq)."""
     max_doc_bytes: PositiveByteSize = ByteSize(16 * 2**20)
     """Larger documents are quarantined with reason ingest:too_large."""
     on_bad_file: Literal["fail", "quarantine"] = "quarantine"
@@ -107,6 +109,13 @@ class SourceSpec(Strict):
             raise ValueError(f"unknown document column(s) {unknown}; "
                              f"mappable columns are {list(MAPPABLE_COLUMNS)}")
         return columns
+
+    @field_validator("lang")
+    @classmethod
+    def _stack_name(cls, lang: str | None, info: ValidationInfo) -> str | None:
+        if lang is None or info.data.get("kind") != "code":
+            return lang
+        return code_detector.stack_name(lang)
 
     def info(self) -> SourceInfo:
         return SourceInfo(self.name, self.kind, dict(self.columns), self.lang,
@@ -436,9 +445,10 @@ def _check_package_file(spec: str) -> list[str]:
 
 
 def _check_weight_languages(manifest: Manifest) -> list[str]:
-    """`code:Pyhton`: a language no code document can have (linguist's names, which
-    langid gives, or a source's own `lang`) matches nothing, and the mix found it only
-    after every stage had run."""
+    """`code:Pyhton`: a language no code document can have (The Stack's names, which
+    langid and ingest give, or a source's own `lang`) matches nothing, and the mix found
+    it only after every stage had run. A weight key is a component's name, matched as
+    written: an alias (`python`, `Rocq Prover`) is refused with The Stack's name."""
     assert manifest.mixture is not None
     fixed = {s.lang for s in manifest.sources if s.lang}
     kinds = {s.name: s.kind for s in manifest.sources}
@@ -451,9 +461,9 @@ def _check_weight_languages(manifest: Manifest) -> list[str]:
             continue
         if code_detector.language_by_name(lang) != lang:
             known = code_detector.language_by_name(lang)
-            hint = f" (linguist's name is {known!r})" if known else ""
+            hint = f" (The Stack's name is {known!r})" if known else ""
             problems.append(f"mixture.weights.{key}: no code language {lang!r}{hint}; "
-                            "languages are linguist's names (Python, C++, Jupyter Notebook) "
+                            "languages are The Stack's names (Python, C++, Jupyter Notebook) "
                             "or a source's `lang`")
     return problems
 

@@ -1,7 +1,9 @@
 """Ingest: turn one input unit into documents, quarantining what cannot be used.
 
 Readers (stages/readers/) know their formats; this stage adds the checks every
-document gets whatever its format: empty text, NUL bytes, oversize.
+document gets whatever its format: empty text, NUL bytes, oversize; and a code
+document's language in The Stack's name, whatever gave it (a mapped column, `lang:`,
+the tree reader's detection): `stack_name`, filters/langid/code.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from ..filters.langid.code import stack_name
 from .hooks import StageHooks
 from .readers.common import InputUnit, Reader, ReaderParams, SourceInfo, stamp
 from .readers.files import FilesReader, TreeReader
@@ -63,7 +66,21 @@ def describe_units(params: ReaderParams, source: SourceInfo, units: list[InputUn
 def read_unit(params: ReaderParams, source: SourceInfo, unit: InputUnit) -> pa.Table:
     """Documents of one unit, with `reason` set on those to quarantine."""
     table = make_reader(params, source).read(unit)
+    if source.kind == "code":
+        table = with_stack_names(table)
     return with_document_checks(table, source.max_doc_bytes)
+
+
+def with_stack_names(table: pa.Table) -> pa.Table:
+    """`lang` in The Stack's names (`Rocq Prover` -> Coq), asked once per distinct label."""
+    labels = table.column("lang")
+    renamed = {label: stack_name(label) for label in pc.unique(labels).to_pylist()
+               if label is not None and stack_name(label) != label}
+    if not renamed:
+        return table
+    names = pa.array([renamed.get(label, label) for label in labels.to_pylist()],
+                     labels.type)
+    return table.set_column(table.schema.get_field_index("lang"), "lang", names)
 
 
 def with_document_checks(table: pa.Table, max_doc_bytes: int) -> pa.Table:

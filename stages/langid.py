@@ -61,16 +61,19 @@ class CodeLangParams(_Strict):
 
     @field_validator("keep")
     @classmethod
-    def _linguist_names(cls, keep: list[str] | None) -> list[str] | None:
-        """Each name as linguist spells it (`python` -> Python, `cuda` -> Cuda), resolved
-        as go-enry resolves a name or alias; an unknown name is an error. Where go-enry
-        does not load, the names stay as written."""
-        if keep is None or code_detector.available() is not None:
+    def _stack_names(cls, keep: list[str] | None) -> list[str] | None:
+        """Each name as The Stack spells it (`python` -> Python, `cuda` -> Cuda, `Rocq
+        Prover` -> Coq), resolved as go-enry resolves a name or alias; an unknown name is
+        an error. Where go-enry does not load, only renamed languages are respelled
+        (`stack_name`, which needs no go-enry); the rest stay as written."""
+        if keep is None:
             return keep
+        if code_detector.available() is not None:
+            return [code_detector.stack_name(name) for name in keep]
         resolved = [code_detector.language_by_name(name) for name in keep]
         unknown = [name for name, found in zip(keep, resolved, strict=True) if found is None]
         if unknown:
-            raise ValueError(f"not a language linguist (go-enry) knows: {unknown}")
+            raise ValueError(f"not a language linguist (go-enry) or The Stack knows: {unknown}")
         return [found for found in resolved if found is not None]
 
 
@@ -84,8 +87,8 @@ class LangIdParams(StageParams):
 class LangId(DocumentStage[LangIdParams]):
     name = "langid"
     about = (
-        "language identification (fastText lid.176 for text, file-type "
-        "table for code)")
+        "language identification (fastText lid.176 for text, go-enry for code, "
+        "in The Stack's language names)")
     rate_mb_s = (500.0, 6.2)  # MB/s per core (code, text); docs/benchmarks.md
     Params = LangIdParams
 

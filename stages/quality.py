@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from ..filters.langid.code import stack_name
 from ..filters.quality import code_rules
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
@@ -100,16 +101,22 @@ class CodeThresholdTable:
     def __init__(self, params: CodeQualityParams) -> None:
         preset = code_rules.CODE_PRESETS[params.preset]
         self._base = preset.default.updated(params.changes())
-        self._preset_langs = {k.lower(): v for k, v in preset.languages.items()}
-        self._manifest_langs = {k.lower(): v.changes() for k, v in params.languages.items()}
+        # Keys and labels meet in The Stack's names, any case (`Wolfram Language` is
+        # Mathematica's entry).
+        self._preset_langs = {_key(k): v for k, v in preset.languages.items()}
+        self._manifest_langs = {_key(k): v.changes() for k, v in params.languages.items()}
         self._resolved: dict[str, code_rules.CodeRules] = {}
 
     def get(self, lang: str | None) -> code_rules.CodeRules:
-        key = (lang or "").lower()
+        key = _key(lang or "")
         if key not in self._resolved:
             value = self._base.updated(self._preset_langs.get(key, {}))
             self._resolved[key] = value.updated(self._manifest_langs.get(key, {}))
         return self._resolved[key]
+
+
+def _key(language: str) -> str:
+    return stack_name(language).lower()
 
 
 # --- text -----------------------------------------------------------------------------

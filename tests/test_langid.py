@@ -305,7 +305,8 @@ def test_build_on_ray_drops_other_languages(ray_session, tmp_path: Path) -> None
     assert reasons.count("langid:unknown_language") == 1
     card = (run_dir / "README.md").read_text()
     stats = json.loads((run_dir / "stats.json").read_text())
-    assert (f"{stats['code_language_detector']}, in linguist's names (The Stack's). Files it "
+    assert (f"{stats['code_language_detector']}, in The Stack v2's language names (linguist "
+            "7.27's). Files it "
             "could not place: 1, removed.") in card
     kept = pa.concat_tables([pq.read_table(p) for p in sorted(
         (run_dir / "stages").glob("*langid*/*.parquet"))])
@@ -425,3 +426,69 @@ def test_keep_names_resolve_to_linguists_and_unknown_names_fail(tmp_path: Path) 
     with pytest.raises(ManifestError, match=r"stages\[0\]\.langid\.code\.keep.*pyhton"):
         parse_manifest({**base, "stages": [{"langid": {"code": {"keep": ["pyhton"]}}}]},
                        base_dir=tmp_path)
+
+
+def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
+    """enry-python's linguist data renamed Coq (Rocq Prover), Mathematica (Wolfram
+    Language), FreeBasic (FreeBASIC), Genero (Genero 4gl), Genero Forms (Genero per).
+    Real Pygments example files go-enry places, a Stack-v2-like parquet whose mapped
+    `language` column says Coq (or, as a newer labelling would, Rocq Prover), and a
+    source with `lang: Wolfram Language` end up under The Stack's names; `code.keep` and
+    quality's `languages:` in either spelling reach all of them."""
+    import enry
+
+    from lemur_data.filters.langid.code import language_by_extension, stack_name
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.stages.ingest import plan_units, read_unit
+    from lemur_data.stages.quality import CodeQualityParams, CodeThresholdTable
+
+    examples = fixture("pygments") / "pygments-2.18.0/tests/examplefiles"
+    coq, mathematica = examples / "verilog/example_coq.v", examples / "mathematica/example.ma"
+    for path, new, old in ((coq, "Rocq Prover", "Coq"),
+                           (mathematica, "Wolfram Language", "Mathematica")):
+        assert enry.get_language(path.name, path.read_bytes()) == new  # go-enry's own name
+        assert detect_code_language(str(path), path.read_bytes()) == old
+    # No real FreeBASIC or Genero file in the fixtures: their extensions and names.
+    assert [language_by_extension(e) for e in (".bi", ".4gl", ".per")] == [
+        "FreeBasic", "Genero", "Genero Forms"]
+    assert [stack_name(n) for n in ("FreeBASIC", "genero 4gl", "Genero per", "Python")] == [
+        "FreeBasic", "Genero", "Genero Forms", "Python"]
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for path in (coq, mathematica):
+        (tree / path.name).write_bytes(path.read_bytes())
+    pq.write_table(pa.table({
+        "content": [coq.read_text(), coq.read_text(), mathematica.read_text()],
+        "path": ["theories/Example.v", "theories/Other.v", "notebooks/example.ma"],
+        "language": ["Coq", "Rocq Prover", "Mathematica"]}), tmp_path / "stack.parquet")
+    manifest = parse_manifest({"name": "names", "sources": [
+        {"name": "stack", "kind": "code", "columns": {"text": "content", "lang": "language"},
+         "reader": {"type": "parquet", "paths": ["stack.parquet"]}},
+        {"name": "tree", "kind": "code", "reader": {"type": "tree", "root": "tree"}},
+        {"name": "fixed", "kind": "code", "lang": "Wolfram Language",
+         "reader": {"type": "files", "paths": [str(tree / mathematica.name)]}}]},
+        "m", tmp_path)
+    assert manifest.sources[2].lang == "Mathematica"
+    docs = pa.concat_tables(
+        read_unit(s.reader, s.info(), unit) for s in manifest.sources
+        for unit in plan_units(s.reader, s.info(), 100, 2**30))
+    docs = docs.drop_columns([c for c in docs.column_names
+                              if c not in documents_table([]).column_names])
+    labels = docs.column("lang").to_pylist()
+    assert sorted(labels) == ["Coq", "Coq", "Coq", "Mathematica", "Mathematica", "Mathematica"]
+
+    for keep in (["Coq", "Mathematica"], ["Rocq Prover", "wolfram language"], ["coq", "mma"]):
+        stage = LangId(LangIdParams.model_validate({"code": {"keep": keep}}))
+        assert stage.params.code is not None and stage.params.code.keep == [
+            "Coq", "Mathematica"]
+        assert stage.apply(docs, CTX).reasons.to_pylist() == [None] * 6, keep
+    only_coq = LangId(LangIdParams.model_validate({"code": {"keep": ["Rocq Prover"]}}))
+    assert sorted(filter(None, only_coq.apply(docs, CTX).reasons.to_pylist())) == [
+        "language_not_kept"] * 3
+    for key in ("Wolfram Language", "Mathematica"):
+        table = CodeThresholdTable(CodeQualityParams.model_validate(
+            {"languages": {key: {"max_line_length": 7}}}))
+        assert table.get("Mathematica").max_line_length == 7
+        assert table.get("wolfram language").max_line_length == 7
+        assert table.get("Coq").max_line_length == 1000

@@ -54,7 +54,9 @@ def test_the_demo_still_validates() -> None:
     (lambda m: m["mixture"]["weights"].update({"code:Pyhton": 1}),
      "mixture.weights.code:Pyhton: no code language 'Pyhton'"),
     (lambda m: m["mixture"]["weights"].update({"code:python": 1}),
-     "linguist's name is 'Python'"),
+     "The Stack's name is 'Python'"),
+    (lambda m: m["mixture"]["weights"].update({"code:Rocq Prover": 1}),
+     "The Stack's name is 'Coq'"),
     (lambda m: m["mixture"]["weights"].update({"code:C#": 1, "code:Csharp": 1}),
      "collide as file names"),
 ])

@@ -20,6 +20,15 @@ Two exceptions, where The Stack's labels differ from go-enry's:
   `.scm` file Scheme.
 Both are tested on real files (tests/test_langid.py) and listed in docs/stages.md.
 
+Names are The Stack v2's, wherever a label comes from. enry-python's linguist data
+renamed five languages since the go-enry (linguist 7.27) The Stack v2 was labelled
+with: `RENAMED` maps each new name to The Stack's, and `stack_name` gives The Stack's
+spelling for either (any case). Detection, `language_by_name` and
+`language_by_extension` answer in The Stack's names; ingest applies `stack_name` to
+every code document's `lang` (a mapped column, `lang:`), so a Stack v2 file labelled
+Coq and a `.v` file go-enry places meet under one name. `stack_name` needs no
+go-enry, so labels are the same on every machine.
+
 enry-python ships wheels for x86_64 Linux and macOS only. Elsewhere (Linux
 aarch64 today) `detector()` raises `DetectorUnavailable` naming the platform:
 code language is never silently taken from another table, so a run's labels do
@@ -47,6 +56,16 @@ _EXTENSION_OVER_SHEBANG = {".ts": "TypeScript", ".mts": "TypeScript", ".cts": "T
 # Languages the go-enry The Stack v2 was labelled with could not answer -> the label it
 # gave those files (go-enry's data/extension.go at 40f2a1e, 2023-09-27: ".scm": Scheme).
 _STACK_V2_LABEL = {"Tree-sitter Query": "Scheme"}
+
+RENAMED = {"Rocq Prover": "Coq", "FreeBASIC": "FreeBasic", "Wolfram Language": "Mathematica",
+           "Genero 4gl": "Genero", "Genero per": "Genero Forms"}
+"""enry-python 0.2.0's name -> The Stack v2's, for the languages linguist renamed after
+7.27 (go-enry's data/languageInfo.go at 40f2a1e against enry-python's: Genero and
+Genero Forms became Genero 4gl and Genero per in linguist 7.28 under the same
+LanguageID, the other three after linguist 9.0). The Stack's names are the canonical set: its
+`language` column carries them, and so do the presets' and users' manifests."""
+_STACK_SPELLING = {name.lower(): stack for new, stack in RENAMED.items()
+                   for name in (new, stack)}
 
 
 CALLS: Counter[str] = Counter()
@@ -113,13 +132,13 @@ def content_window(content: bytes) -> bytes:
 
 
 def detect_code_language(path: str, content: bytes = b"") -> str | None:
-    """Linguist's name of the language of the file at `path` with `content` (the whole
+    """The Stack's name of the language of the file at `path` with `content` (the whole
     file, or its start), None when go-enry cannot place it."""
     enry = _enry()
     content = content_window(content)
     CALLS["get_language"] += 1
     language: str = enry.get_language(_utf8(path), content)
-    language = _STACK_V2_LABEL.get(language, language)
+    language = stack_name(_STACK_V2_LABEL.get(language, language))
     if language == "JavaScript" and content.startswith(b"#!"):
         suffix = path.rsplit("/", 1)[-1].rpartition(".")[2]
         kept = _EXTENSION_OVER_SHEBANG.get("." + suffix)
@@ -128,25 +147,35 @@ def detect_code_language(path: str, content: bytes = b"") -> str | None:
     return language or None
 
 
+def stack_name(label: str) -> str:
+    """The Stack's name for a label of a language linguist renamed since (`Rocq Prover`,
+    `coq` -> Coq; `Wolfram Language` -> Mathematica), any case; any other label as it is.
+    Needs no go-enry."""
+    return _STACK_SPELLING.get(label.lower(), label)
+
+
 def language_by_name(name: str) -> str | None:
-    """Linguist's name for a language name or alias (`python3`, `csharp`, `q`, `octave`),
-    as go-enry resolves a Vim modeline's filetype; None if linguist has no such alias."""
+    """The Stack's name for a language name or alias (`python3`, `csharp`, `q`, `octave`,
+    `Rocq Prover`), as go-enry resolves a Vim modeline's filetype; None if linguist has
+    no such alias."""
     name = name.strip()
     if not name or any(c in name for c in ":\n\r\0"):
         return None
+    if name.lower() in _STACK_SPELLING:  # Genero: a name enry-python no longer knows
+        return _STACK_SPELLING[name.lower()]
     enry = _enry()
     for spelled in (name, name.upper(), name.title(), name.capitalize()):  # c++ -> C++
         if enry.get_language_type(spelled) != "unknown":  # linguist's own name
-            return spelled
+            return stack_name(spelled)
     found: str = enry.get_language_by_vim_modeline(
         f"vim: set filetype={name}:\n".encode()).language
-    return found or None
+    return stack_name(found) if found else None
 
 
 def language_by_extension(extension: str) -> str | None:
-    """Linguist's language of an extension (`.py`), None if it has none."""
+    """The Stack's name of an extension's language (`.py`), None if it has none."""
     found: str = _enry().get_language_by_extension("file" + extension).language
-    return found or None
+    return stack_name(found) if found else None
 
 
 def in_class(kind: FileClass, path: str, content: bytes = b"") -> bool:

@@ -108,9 +108,9 @@ def _sources(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     table = markdown_table(["source", "kind", "reader", "from", "language", "declared license",
                             "docs read", "docs kept", "bytes kept", "tokens kept"], rows)
     detector = stats.get("code_language_detector")
-    if detector:  # "detected": by this detector, in linguist's names
+    if detector:  # "detected": by this detector, in The Stack's names
         table += (f"\n\nCode language where a source states none: {detector}, in "
-                  f"linguist's names (The Stack's).{_unknown_code(stats)}")
+                  f"The Stack v2's language names (linguist 7.27's).{_unknown_code(stats)}")
     return table
 
 

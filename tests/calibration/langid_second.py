@@ -69,8 +69,8 @@ RELABELLED = {
         "Gradle", "linguist's languages.yml gives `.gradle` to Gradle, a language of its "
         "own (Pygments' Groovy lexer claims `*.gradle`)"),
     ("verilog", "example_coq.v"): (
-        "Rocq Prover", "a Coq proof (`Lemma ... Qed.`) that Pygments files with its Verilog "
-        "samples to test `.v`'s ambiguity; linguist calls Coq Rocq Prover"),
+        "Coq", "a Coq proof (`Lemma ... Qed.`) that Pygments files with its Verilog "
+        "samples to test `.v`'s ambiguity (The Stack's name; linguist now says Rocq Prover)"),
 }
 _LEFT_OUT = frozenset(("text", "yaml+jinja", "genshitext", "jsp", "cfc", "cfm", "erl",
                        "iex", "pytb", "pycon", "rbcon",
