@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from rich.console import Console
@@ -253,6 +256,9 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     plan = None if budgeted else plan_run(manifest, run_dir, units)
     prepare_run_dir(manifest, run_dir, units, relist)
     connect(ray_address, workers)
+    # The report's imports (matplotlib, ~1 s) while the tasks run and this process waits
+    # for them, rather than after the last one.
+    threading.Thread(target=_import_report, name="import-report", daemon=True).start()
     runner = _Runner(workers, progress, console)
     read: dict[str, Any] | None = None
     if plan is not None:
@@ -270,7 +276,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         stats["sample"] = sampled
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
     # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
-    # overlaps Ray's shutdown instead of delaying the start.
+    # overlaps the tasks (_import_report) instead of delaying the start.
     from .publish.run_docs import write_run_docs
 
     write_run_docs(run_dir, stats)  # plots/, report.html, README.md (the dataset card)
@@ -292,6 +298,12 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                                            "task_seconds": runner.task_seconds},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
+
+
+def _import_report() -> None:
+    """Import what writes the report; an error is left for the import that needs it."""
+    with contextlib.suppress(Exception):  # raised again where write_run_docs is imported
+        import_module(".publish.run_docs", __package__)
 
 
 def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]],

@@ -71,3 +71,20 @@ def _minimal_agent() -> ImportError:
     spared. The raylet waits for the agent to start, and a full agent imports them all
     again."""
     return ImportError("a build's local Ray runs its dashboard agent minimal")
+
+
+def shutdown() -> None:
+    """`ray.shutdown`, without its wait for the autoscaler's monitor of a local instance:
+    asked to stop, the monitor takes the whole second Ray grants it before being killed
+    (measured: 1 of the 1.3-1.6 s a shutdown took), and a single node has nothing for
+    it to finish. A joined cluster is only disconnected from, as before."""
+    import ray
+    from ray._private import ray_constants, worker
+
+    node = worker._global_node
+    for info in (node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, [])
+                 if node is not None else []):
+        if info.process.poll() is None:
+            info.process.kill()
+            info.process.wait()
+    ray.shutdown()
