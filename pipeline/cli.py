@@ -440,9 +440,9 @@ def _index(run_dir: str, console: Console) -> int:
 
 
 def _stop_ray() -> None:
-    from .local_ray import shutdown
+    import ray
 
-    shutdown()
+    ray.shutdown()
 
 
 def _card(run_dir: str, console: Console) -> int:

@@ -16,9 +16,11 @@ include_dashboard=False)`, measured with psutil on the listening sockets of a bu
   `RAY_AUTH_MODE=disabled` a POST to it ran a command as the build's user. A build
   needs none of it (it talks to the GCS), so `Node.start_api_server` is not called.
 
-The head's dashboard agent starts `--minimal` (no HTTP server, no metrics or job
-modules; `_minimal_agent`): the raylet waits for the agent to start before it
-registers, and the full agent's imports made that the longest part of `ray.init`.
+The autoscaler's monitor is not started (one node: nothing to scale; it also held
+Ray's shutdown for a second). The head's dashboard agent starts `--minimal` (no HTTP
+server, no metrics or job modules; `_minimal_agent`): the raylet waits for the agent
+to start before it registers, and the full agent's imports made that the longest part
+of `ray.init`.
 
 A cluster joined with `--ray-address` is left as its operator configured it
 (README, "Security").
@@ -49,7 +51,13 @@ def loopback_only() -> Iterator[None]:
     def no_api_server(self: object, **_: object) -> None:
         """The job and state API server: a build uses neither."""
 
+    def no_monitor(self: object) -> None:
+        """The autoscaler's monitor: one node, nothing to scale (`ray start
+        --no-monitor`'s choice, which ray.init does not offer)."""
+
     node.Node.start_api_server = no_api_server
+    saved_monitor = node.Node.start_monitor
+    node.Node.start_monitor = no_monitor
     saved_check = utils.get_dashboard_dependency_error
     utils.get_dashboard_dependency_error = _minimal_agent
     try:
@@ -57,6 +65,7 @@ def loopback_only() -> Iterator[None]:
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         node.Node.start_api_server = saved_start
+        node.Node.start_monitor = saved_monitor
         utils.get_dashboard_dependency_error = saved_check
         # The processes ray.init started have it; a `ray start` this process runs later
         # (a cluster head of its own) must not: Ray refuses multi-node clusters with it.
@@ -72,19 +81,3 @@ def _minimal_agent() -> ImportError:
     again."""
     return ImportError("a build's local Ray runs its dashboard agent minimal")
 
-
-def shutdown() -> None:
-    """`ray.shutdown`, without its wait for the autoscaler's monitor of a local instance:
-    asked to stop, the monitor takes the whole second Ray grants it before being killed
-    (measured: 1 of the 1.3-1.6 s a shutdown took), and a single node has nothing for
-    it to finish. A joined cluster is only disconnected from, as before."""
-    import ray
-    from ray._private import ray_constants, worker
-
-    node = worker._global_node
-    for info in (node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, [])
-                 if node is not None else []):
-        if info.process.poll() is None:
-            info.process.kill()
-            info.process.wait()
-    ray.shutdown()
