@@ -246,12 +246,28 @@ def _merged(windows: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:
-    """detect-secrets reports a plugin's groups if its pattern has any, else the match."""
+    r"""detect-secrets reports a plugin's groups if its pattern has any, else the match.
+
+    Two of its patterns need more: GitLab's `(glpat|...)-[A-Za-z0-9_\-]{20,50}` groups only
+    the prefix (detect-secrets itself reports `glpat`), so token characters the match holds
+    after the groups are taken too; Artifactory's `(?:\s|=|:|"|^)AKC...(?:\s|"|$)` has no
+    group and holds its delimiters, which are left out (the quotes stay, as elsewhere)."""
     spans = [match.span(i) for i in range(1, (match.re.groups or 0) + 1)
              if match.group(i)]
     if spans:
-        return min(s for s, _ in spans), max(e for _, e in spans)
-    return match.start(), match.end()
+        s, e = min(s for s, _ in spans), max(e for _, e in spans)
+        rest = _TOKEN_REST.match(match.string, e, match.end())
+        return s, rest.end() if rest and rest.end() == match.end() else e
+    s, e = match.start(), match.end()
+    while s < e and match.string[s] in _DELIMITERS:
+        s += 1
+    while e > s and match.string[e - 1] in _DELIMITERS:
+        e -= 1
+    return s, e
+
+
+_TOKEN_REST = re.compile(r"[\w\-.+/=]+")
+_DELIMITERS = frozenset(" \t\r\n\f\v=:\"'")
 
 
 def _matches(index: int, text: str, lo: int, hi: int) -> Iterator[tuple[int, int]]:
