@@ -56,7 +56,7 @@ class _Strict(BaseModel):
 
 
 def _overrides_fields() -> dict[str, Any]:
-    """One optional field per parameter of the code rules (filters/quality/code_rules.py):
+    """One optional field per parameter of the code rules (filters/quality/code_rules/):
     the rule classes declare them, the manifest's keys follow."""
     def typed(name: str, kind: Any) -> Any:  # a file's name is resolved like other paths
         return LocalPath if code_rules.parameter_is_path(name) else kind
@@ -87,7 +87,7 @@ CodeRuleOverrides = create_model(
 
 class CodeQualityParams(CodeRuleOverrides):
     preset: Literal["starcoder2", "starcoder", "the-stack", "none"] = "starcoder2"
-    """Where defaults and per-language exemptions come from (see filters/quality/code_rules.py)."""
+    """Where defaults and per-language exemptions come from (code_rules/presets.py)."""
     languages: dict[str, CodeRuleOverrides] = {}  # pyright: ignore[reportInvalidTypeForm]  # a created model
     """Per programming language overrides, applied last."""
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from lemur_data.filters.quality import code_rules
+from lemur_data.filters.quality.code_metrics import LineMetrics
 from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.base import ShardContext
@@ -553,7 +554,7 @@ def test_invisible_characters_rule_is_off_by_default_and_flags_trojan_source() -
     assert [code_rules.check_one(t, relaxed)[0] for t in (trojan, zero_width)] == [None, None]
     assert [code_rules.check_one(t, on)[0] for t in (source, with_bom, trojan, zero_width)] == \
         [None, None, "invisible_chars", "invisible_chars"]
-    d = code_rules.CodeDoc(trojan, code_rules.LineMetrics.of(trojan))
+    d = code_rules.CodeDoc(trojan, LineMetrics.of(trojan))
     assert on.check(d) == "invisible_chars" and d.detail and d.detail.startswith("U+202E on line")
 
 
