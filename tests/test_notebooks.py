@@ -257,21 +257,24 @@ def test_build_on_a_stack_layout_parquet(ray_session, tmp_path: Path, notebooks)
 
 
 def test_a_language_without_a_jupytext_script_keeps_its_language(notebooks) -> None:
-    """Kotlin and q kernels name their language in linguist's names through go-enry; jupytext
+    """Kotlin and q kernels name their language in The Stack's names through go-enry; jupytext
     writes no Kotlin script, so the notebook keeps its code cells and its language instead of
     being dropped as unknown_language. (The real Julia notebook, its kernel renamed.)"""
     text = dict((p.name, t) for p, t in notebooks)["notebook_jl.ipynb"]
     raw = json.loads(text)
     rows = []
-    for i, (kernel, language) in enumerate((("kotlin", "kotlin"), ("q", "q"))):
+    kernels = (("kotlin", "kotlin"), ("q", "q"),
+               # languages linguist renamed: The Stack's names (langid's "Names")
+               ("wolframlanguage12", "Wolfram Language"), ("coq", "coq"))
+    for i, (kernel, language) in enumerate(kernels):
         raw["metadata"]["kernelspec"] = {"name": kernel, "language": language,
                                          "display_name": kernel}
         raw["metadata"]["language_info"] = {"name": language}
         rows.append({"id": str(i), "text": json.dumps(raw), "source": "s", "kind": "code",
                      "lang": "Jupyter Notebook", "path": f"n{i}.ipynb"})
     result = Notebooks(NotebooksParams()).apply(documents_table(rows), CTX)
-    assert result.reasons.to_pylist() == [None, None]
-    assert result.table.column("lang").to_pylist() == ["Kotlin", "q"]
+    assert result.reasons.to_pylist() == [None] * 4
+    assert result.table.column("lang").to_pylist() == ["Kotlin", "q", "Mathematica", "Coq"]
     kotlin = result.table.column("text")[0].as_py()
     assert "function foobar(x)" in kotlin and "# %%" not in kotlin
     assert result.table.column("text")[1].as_py().startswith("/ %%")  # jupytext writes q
