@@ -247,3 +247,30 @@ def test_a_zstd_window_past_the_line_bound_is_refused(tmp_path: Path) -> None:
         assert [r["reason"] for r in rows] == expected, limit
         details.append(rows[0]["detail"])
     assert "Frame requires too much memory" in details[0], details[0]
+
+
+def test_a_zstd_bomb_of_many_lines_is_read_up_to_a_ratio(tmp_path: Path) -> None:
+    """One real document's line repeated 8,000 times (~100 MB) in a zstd file of a few
+    KB: the lines are each fine, but together a bomb. The unit holds lines up to 1000x
+    the compressed size (at least 2x max_doc_bytes), then one record says why it
+    stopped; a real compressed file is far below the ratio (test_readers)."""
+    import zstandard
+
+    line = (_good(0, (STDLIB / "json" / "encoder.py").read_text()) + "\n").encode()
+    with (tmp_path / "bomb.jsonl.zst").open("wb") as raw, \
+            zstandard.ZstdCompressor(level=19).stream_writer(raw) as out:
+        for _ in range(8000):
+            out.write(line)
+    size = (tmp_path / "bomb.jsonl.zst").stat().st_size
+    assert size * 1000 < 8000 * len(line)
+    manifest = parse_manifest({"name": "rows", "sources": [
+        {"name": "j", "kind": "code", "max_doc_bytes": "1MiB", "columns": COLUMNS,
+         "reader": {"type": "jsonl", "paths": ["bomb.jsonl.zst"]}}]}, "m", tmp_path)
+    source = manifest.sources[0]
+    rows = [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
+            for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+    cap = max(1000 * size, 2 << 20)
+    assert [r["reason"] for r in rows[:-1]] == [None] * (cap // len(line))
+    assert rows[-1]["reason"] == "unreadable_file"
+    assert "a decompression bomb?" in rows[-1]["detail"]
+    assert f"line {cap // len(line) + 1} on" in rows[-1]["detail"], rows[-1]["detail"]

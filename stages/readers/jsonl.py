@@ -85,6 +85,8 @@ class JsonlReader(Reader[JsonlParams]):
             end = planned
         rows = RowCollector(self.source)
         offset, line_no = start, 0
+        cap = _bomb_cap(path, planned, self.source.max_doc_bytes)
+        held, bomb = 0, ""
         try:
             with fsspec.open(path, "rb") as opened, \
                     _decompressed(_Bounded(opened, planned), path,
@@ -105,6 +107,12 @@ class JsonlReader(Reader[JsonlParams]):
                                  f"max_doc_bytes ({limit}); read in pieces and dropped",
                                  path=rel)
                     elif raw_line.strip():
+                        held += length
+                        if cap is not None and held > cap:  # the line is not taken
+                            bomb = (f"{rel}: decompressed lines past {cap:,} bytes, "
+                                    f"{_MAX_RATIO:,}x the file's {planned:,} compressed "
+                                    f"bytes (a decompression bomb?): not read from {where} on")
+                            break
                         self._add_guarded(rows, f"{rel}#@{offset}", where, raw_line, rel)
                     offset += length
         except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
@@ -120,6 +128,10 @@ class JsonlReader(Reader[JsonlParams]):
             if self.source.on_bad_file == "fail":
                 raise ReaderError(f"{path}{grown}")
             return pa.concat_tables([rows.table(), bad_file_table(self.source, rel, grown[2:])])
+        if bomb:
+            if self.source.on_bad_file == "fail":
+                raise ReaderError(f"{path}: {bomb}")
+            return pa.concat_tables([rows.table(), bad_file_table(self.source, rel, bomb)])
         return rows.table()
 
     def _add_guarded(self, rows: RowCollector, locator: str, where: str, raw: bytes,
@@ -184,6 +196,20 @@ def _expansion(path: str) -> float:
     except Exception:  # noqa: BLE001 - the sample ends mid-stream; what was read counts
         pass
     return max(1.0, out / len(head)) if head else 1.0
+
+
+_MAX_RATIO = 1000
+"""Decompressed bytes a compressed jsonl's documents may take per compressed byte. Text
+and code compress 3-10x, and gzip cannot pass 1032x; beyond this the file is mostly
+one repeated run, a decompression bomb (34 KB of zstd that inflate to GBs of lines)."""
+
+
+def _bomb_cap(path: str, planned: int | None, max_doc_bytes: int) -> int | None:
+    """Most bytes of lines a compressed file's unit holds: `_MAX_RATIO` times its size,
+    and never less than a line at the limit (2x max_doc_bytes); None for a plain file."""
+    if planned is None or not path.endswith(_COMPRESSED):
+        return None
+    return max(_MAX_RATIO * planned, 2 * max_doc_bytes)
 
 
 def _growth(path: str, planned: int | None) -> str:

@@ -11,6 +11,8 @@ the control's peak (the baseline) + 2x `max_doc_bytes`.
 - gz line: one line of `--line-mb` MB inside a gzip of a few MB;
 - zst line: the same line in a zstd file of tens of KB;
 - zst bomb: one line of 4x that (1.6 GB) in a zstd file of about 0.2 MB;
+- zst lines: one real document's line repeated to 4x `--line-mb` (many lines, each
+  fine, a bomb together) in a zstd file of tens of KB;
 - growing: a plain jsonl to which 512 MB of documents are appended as soon as the build
   has listed its input (run/work/listing.json written), before its ingest task reads it.
 
@@ -59,6 +61,7 @@ def make_inputs(folder: Path, line_mb: int) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"control": folder / "control.jsonl.gz", "gz line": folder / "line.jsonl.gz",
              "zst line": folder / "line.jsonl.zst", "zst bomb": folder / "bomb.jsonl.zst",
+             "zst lines": folder / "lines.jsonl.zst",
              "growing": folder / "growing.jsonl"}
     with gzip.open(paths["control"], "wb") as out:
         for doc in _documents():
@@ -69,6 +72,10 @@ def make_inputs(folder: Path, line_mb: int) -> dict[str, Path]:
     for name, size in (("zst line", line_mb), ("zst bomb", 4 * line_mb)):
         with paths[name].open("wb") as raw, level.stream_writer(raw) as out:
             _huge_line(out, size)
+    line = _documents()[1]
+    with paths["zst lines"].open("wb") as raw, level.stream_writer(raw) as out:
+        for _ in range(4 * line_mb * (1 << 20) // len(line)):
+            out.write(line)
     paths["growing"].write_bytes(b"".join(_documents()))
     return paths
 
@@ -132,6 +139,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-doc-mib", type=int, default=16)
     parser.add_argument("--line-mb", type=int, default=400)
+    parser.add_argument("--only", nargs="*", metavar="INPUT",
+                        help="run only these inputs besides the control (e.g. 'zst lines')")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     paths = make_inputs(work / "inputs", args.line_mb)
@@ -144,6 +153,8 @@ def main() -> int:
           f"{'peak over control':>18} {'bound':>6}  ok")
     control = 0.0
     for name, path in paths.items():
+        if args.only and name != "control" and name not in args.only:
+            continue
         folder = work / name.replace(" ", "-")
         folder.mkdir()
         start, peak = build(path, folder, args.max_doc_mib, grow=name == "growing")
