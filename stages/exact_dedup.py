@@ -63,7 +63,8 @@ class ExactDedupParams(StageParams):
     normalize: Literal["none", "whitespace"] = "none"
     """`whitespace` collapses runs of whitespace before hashing."""
     partitions: PositiveInt = 8
-    """Hash partitions; memory per decide task is about corpus hashes / partitions."""
+    """Hash partitions; memory per decide task is about corpus hashes / partitions. A run
+    uses at most one per input shard (`ExactDedup.partitioned`)."""
     keep_order: KeepOrder = "stars"
     """Which copy survives: `stars` (most stars, then a known licence, then smallest id)
     or `stack-v2` (permissive > no licence > non-permissive, then stars, then id)."""
@@ -251,8 +252,16 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
     def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
         return explain_duplicate(doc, entry, work, "exact copy")
 
+    def partitioned(self, ctx: GlobalContext) -> ExactDedupParams:
+        """The parameters with `partitions` at most the input's shard count: a decide task
+        then holds at most about one shard's hashes, and a small build runs no decide
+        tasks that cost more than their work. Decisions do not depend on the count."""
+        count = min(self.params.partitions, max(1, len(ctx.input_shards)))
+        return (self.params if count == self.params.partitions
+                else self.params.model_copy(update={"partitions": count}))
+
     def phases(self, ctx: GlobalContext) -> list[Phase]:
-        p = self.params
+        p = self.partitioned(ctx)
         hash_dir = storage.join(ctx.work_dir, "hashes")
         hashing = Phase("hash", [
             Task(shard, HashShard(path, storage.join(hash_dir, shard), p.normalize, p.partitions,
@@ -292,7 +301,7 @@ class ExactDedup(GlobalStage[ExactDedupParams]):
         return removed_for(storage.join(ctx.work_dir, "decisions"))
 
     def export_index(self, source: IndexSource) -> dict[str, Any]:
-        p, ctx = self.params, source.ctx
+        p, ctx = self.partitioned(source.ctx), source.ctx
         files, shards = IndexFiles(ctx.run_dir), sorted(ctx.input_shards)
         docs = sum(export_partition(files, ctx.work_dir, shards, part, source.kept,
                                     source.removed) for part in range(p.partitions))

@@ -108,3 +108,17 @@ def test_whitespace_normalization_within_scope(ray_session, corpus, tmp_path: Pa
     seen = [r for r in kept.to_pylist() + removed.to_pylist() if r["source"] == "ours"]
     distinct = {re.sub(r"[\t\n\f\r ]+", " ", r["text"]).strip() for r in seen}
     assert len(gone) == len(seen) - len(distinct) >= len(variants)
+
+
+def test_a_run_uses_no_more_hash_partitions_than_shards(tmp_path: Path) -> None:
+    """A 2-shard run plans 2 decide tasks, a 12-shard run the manifest's 8."""
+    from lemur_data.stages.base import GlobalContext
+    from lemur_data.stages.exact_dedup import ExactDedup, ExactDedupParams
+
+    stage = ExactDedup(ExactDedupParams(partitions=8))
+    for shards, expected in ((2, 2), (12, 8)):
+        ctx = GlobalContext(str(tmp_path), str(tmp_path / "work"),
+                            {f"s-{i:05d}": f"{tmp_path}/s-{i}.parquet" for i in range(shards)}, 7)
+        hashing, deciding = stage.phases(ctx)
+        assert (len(hashing.tasks), len(deciding.tasks)) == (shards, expected)
+        assert all(len(task.outputs) == expected for task in hashing.tasks)
