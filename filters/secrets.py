@@ -364,7 +364,7 @@ def _token(text: str, rule: Rule, s: int, e: int) -> Found | None:
     if rule.name == "JwtTokenDetector":  # its pattern ends lazily: take the signature too
         tail = _TOKEN_TAIL.match(text, e)
         e = tail.end() if tail else e
-    return Found(s, e, rule.name) if e > s and not _placeholder(text[s:e]) else None
+    return Found(s, e, rule.name) if e > s and not placeholder(text[s:e]) else None
 
 
 _NAME_PREFIX = re.compile(r"[A-Za-z_]{3,30}[=:]\s{0,3}")
@@ -418,7 +418,7 @@ def _keywords(text: str, starts: list[int], groups: dict[re.Pattern[str], int],
                     work.append(tail - e)
                 e = resume[k] = tail
             secret = text[s:e]
-            if not secret or _placeholder(secret) or heuristic.is_sequential_string(secret):
+            if not secret or placeholder(secret) or heuristic.is_sequential_string(secret):
                 continue
             if not _indirect(text, at, indirect, work):
                 yield Found(s, e, KEYWORD_RULE)
@@ -428,7 +428,7 @@ def _keywords(text: str, starts: list[int], groups: dict[re.Pattern[str], int],
                 work.append(hi - lo)
             for match in pattern.finditer(text, lo, hi):
                 secret = match.group(group)
-                if (secret and not _placeholder(secret)
+                if (secret and not placeholder(secret)
                         and not heuristic.is_sequential_string(secret)):
                     yield Found(match.start(group), match.end(group), KEYWORD_RULE)
 
@@ -466,7 +466,7 @@ _TEMPLATE = re.compile(r"[$%{<*].*|.*[}>]|\*+|x+|\.{3}|(?i:none|null|true|false|
                        r"changeme|password|secret|undefined|redacted|hidden|example)")
 
 
-def _placeholder(secret: str) -> bool:
+def placeholder(secret: str) -> bool:
     """detect-secrets' template and `$VAR` heuristics, and values that name no secret."""
     return (len(secret) < 3 or heuristic.is_templated_secret(secret)
             or heuristic.is_prefixed_with_dollar_sign(secret)

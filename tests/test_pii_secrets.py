@@ -181,3 +181,45 @@ def test_lowered_text_keeps_every_position() -> None:
     text = "İstanbul: password = \"hunter2!x\"\n"
     assert secrets.lower(text) == "istanbul: password = \"hunter2!x\"\n"
     assert [text[f.start:f.end] for f in secrets.find_secrets(text, "a.py")] == ["hunter2!x"]
+
+
+# Real files where detect-secrets' own KeywordDetector finds values (`password = "..."` in
+# urllib, smtplib, ssl, zipfile tests ...), and one of each of its file types, planted.
+KEYWORD_FILES = ["test/test_urllib2_localnet.py", "test/test_urllib2.py", "test/test_zipfile.py",
+                 "test/test_ssl.py", "test/test_imaplib.py", "test/test_netrc.py",
+                 "test/test_nntplib.py", "test/test_smtplib.py", "test/test_urllib2net.py",
+                 "urllib/request.py"]
+KEYWORD_FORMS = {"settings.go": 'password := "g0-s3cret"\n', "Db.cs": 'string pwd = "cs-s3cret";\n',
+                 "App.java": 'if ("j-s3cret" == password) {}\n',
+                 "app.js": "const api_key = 'js-s3cret';\n",
+                 "Keys.m": 'NSString *password = @"m-s3cret";\n',
+                 "db.cpp": 'password.assign("cpp-s3cret");\n', "app.ini": "db_pass = ini-s3cret\n",
+                 "ci.yaml": "  secret: yaml-s3cret\n", ".env": 'DB_PASSWORD="env-s3cret"\n'}
+
+
+def test_keyword_windows_find_what_detect_secrets_finds_line_by_line() -> None:
+    """The prefilter (keywords tried at the first keyword of a word, in bounded windows)
+    loses nothing detect-secrets' KeywordDetector finds reading each line whole."""
+    from detect_secrets.filters import heuristic
+    from detect_secrets.plugins.keyword import KeywordDetector
+
+    detector = KeywordDetector()
+    documents = [(name, (STDLIB / name).read_text()) for name in KEYWORD_FILES
+                 if (STDLIB / name).is_file()]
+    host = (STDLIB / HOST).read_text()
+    documents += [(name, host[:3000] + "\n" + line + host[3000:])
+                  for name, line in KEYWORD_FORMS.items()]
+    compared = 0
+    for name, text in documents:
+        ours = {text[f.start:f.end] for f in find_secrets(text, name)
+                if f.rule == secrets.KEYWORD_RULE}
+        for line in text.splitlines():
+            for found in detector.analyze_line(filename=name, line=line, line_number=0):
+                value = found.secret_value
+                if (not value or secrets.placeholder(value)
+                        or heuristic.is_sequential_string(value)
+                        or heuristic.is_indirect_reference(line)):
+                    continue  # the heuristics both apply
+                compared += 1
+                assert value in ours, (name, line)
+    assert compared >= 20, compared
