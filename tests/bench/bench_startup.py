@@ -84,7 +84,8 @@ def build(path: Path, run: Path, env: dict[str, str], address: str | None) -> di
     wall = time.perf_counter() - start
     after = os.times()
     if result.returncode != 0:
-        raise SystemExit(result.stderr[-3000:])
+        raise SystemExit(f"{' '.join(command)}: exit {result.returncode}\n"
+                         f"{(result.stderr or result.stdout)[-3000:]}")
     timings = json.loads((run / "timings.json").read_text())
     tasks = sum((timings.get("task_seconds") or timings["steps"]).values())
     return {"wall": wall, "tasks": tasks, "fixed": wall - tasks,
