@@ -47,9 +47,9 @@ class Pii(DocumentStage[PiiParams]):
     about = (
         "personal data (emails, keys, IPs) redaction or removal")
     # MB/s per core (code, text); docs/benchmarks.md: the detect-secrets rules made
-    # find_pii 3.6x slower (15 -> 4); windows around one prefilter pass made the stage 2x
-    # faster again (-> 8)
-    rate_mb_s = (8.0, 8.0)
+    # find_pii 3.6x slower (15 -> 4); windows around one prefilter pass made find_pii 2.5x
+    # and the stage 2.3x faster again, at 0.64x the speed before detect-secrets (-> 10)
+    rate_mb_s = (10.0, 10.0)
 
     @classmethod
     def card_limitations(cls, entry: StatsEntry | None) -> list[str]:
