@@ -134,3 +134,27 @@ def test_a_model_the_conversion_does_not_cover_encodes_with_sentencepiece(
     reference = spm.SentencePieceProcessor(model_file=str(tmp_path / "uni.model"))
     assert stage.tokenizer is not None
     assert stage.tokenizer.encode_batch(texts) == reference.encode(texts, out_type=int)
+
+
+def test_the_conversion_checks_are_cached_beside_the_tokenizer_json(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """The model's checks (why the conversion may be inexact, the tie probes) are kept in
+    the cache with its tokenizer.json; a second load reads them, a damaged file is
+    recomputed, and each load gives the same fast encoder and ids."""
+    monkeypatch.setenv("LEMUR_DATA_CACHE", str(tmp_path))
+    model = Path(package_file(DEFAULT_PACKAGE_MODEL)).read_bytes()
+    proto = convert.load_proto(model)
+    want = (convert.inexact_reason(proto), convert.tokenizer_json(proto),
+            tuple(convert.tie_probes(proto)))
+    texts = [p.read_text() for p in sorted((STDLIB / "json").glob("*.py"))]
+    ids = []
+    for damage in (False, False, True):
+        if damage:
+            for checks in tmp_path.glob("tokenizers/*.checks.json"):
+                checks.write_text("{not json")
+        assert convert.cached_conversion(model) == want
+        tokenizer = load_tokenizer(TokenizerConfig())
+        assert tokenizer.engine.startswith("fastokens") and tokenizer.note == ""
+        ids.append(_fast_ids(tokenizer, texts))
+    assert len(list(tmp_path.glob("tokenizers/*.checks.json"))) == 1
+    assert ids[0] == ids[1] == ids[2]

@@ -23,19 +23,16 @@ from typing import Any
 # sentencepiece_model.proto: ModelProto.SentencePiece.Type and TrainerSpec.ModelType
 NORMAL, USER_DEFINED, UNUSED = 1, 4, 5
 BPE = 2
-CONVERSION = 1  # bump when tokenizer_json's output changes: names the cached files
+CONVERSION = 1  # bump when tokenizer_json's output or the checks change: names the cached files
 
 
-def cached_tokenizer_json(model: bytes, proto: Any) -> str:
-    """`tokenizer_json(proto)`, kept in the user's cache (0.4 s per worker saved)."""
+def _cache_file(model: bytes, suffix: str) -> Path:
     digest = hashlib.sha256(model).hexdigest()[:24]
-    cache = (Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
-             / "tokenizers" / f"spm-{digest}-v{CONVERSION}.json")
-    try:
-        return cache.read_text(encoding="utf-8")
-    except OSError:
-        pass
-    text = tokenizer_json(proto)
+    return (Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
+            / "tokenizers" / f"spm-{digest}-v{CONVERSION}{suffix}")
+
+
+def _keep(cache: Path, text: str) -> None:
     try:  # a cache is a convenience: a read-only home only costs the conversion again
         cache.parent.mkdir(parents=True, exist_ok=True)
         scratch = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -43,7 +40,40 @@ def cached_tokenizer_json(model: bytes, proto: Any) -> str:
         scratch.replace(cache)
     except OSError:
         pass
+
+
+def cached_tokenizer_json(model: bytes, proto: Any) -> str:
+    """`tokenizer_json(proto)`, kept in the user's cache (0.4 s per worker saved)."""
+    cache = _cache_file(model, ".json")
+    try:
+        return cache.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    text = tokenizer_json(proto)
+    _keep(cache, text)
     return text
+
+
+def cached_conversion(model: bytes) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """(`inexact_reason`, the tokenizer.json or None when inexact, `tie_probes`) of the
+    model's bytes: all three are functions of the bytes and CONVERSION, so they are kept
+    in the user's cache beside the tokenizer.json (parsing the model and checking its
+    pieces cost each worker ~0.08 s of CPU at every load)."""
+    checks = _cache_file(model, ".checks.json")
+    try:
+        found = json.loads(checks.read_text(encoding="utf-8"))
+        why_not, probes = found["inexact_reason"], tuple(found["tie_probes"])
+        if why_not is not None:
+            return why_not, None, probes
+        return None, _cache_file(model, ".json").read_text(encoding="utf-8"), probes
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    proto = load_proto(model)
+    why_not = inexact_reason(proto)
+    probes = tuple(tie_probes(proto))
+    json_text = cached_tokenizer_json(model, proto) if why_not is None else None
+    _keep(checks, json.dumps({"inexact_reason": why_not, "tie_probes": list(probes)}))
+    return why_not, json_text, probes
 
 
 def load_proto(model: bytes | str) -> Any:

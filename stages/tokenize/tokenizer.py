@@ -209,11 +209,9 @@ def _from_sentencepiece(data: bytes, config: TokenizerConfig) -> TextTokenizer:
     model = spm.SentencePieceProcessor(model_proto=data)
     bos = config.bos_id if config.bos_id is not None else model.bos_id()
     eos = config.eos_id if config.eos_id is not None else model.eos_id()
-    proto = convert.load_proto(data)
-    why_not = convert.inexact_reason(proto)
-    json_text = convert.cached_tokenizer_json(data, proto) if why_not is None else None
+    why_not, json_text, probes = convert.cached_conversion(data)
     choice = backends.choose("sentencepiece", model, json_text, why_not, config.threads,
-                             tuple(convert.tie_probes(proto)))
+                             probes)
     return TextTokenizer(config.describe(), model, "sentencepiece", model.vocab_size(),
                          bos if bos >= 0 else None, eos if eos >= 0 else None, config.threads,
                          choice.fast, choice.engine, choice.note)
