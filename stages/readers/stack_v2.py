@@ -168,14 +168,17 @@ class StackV2Reader(ParquetReader):
             "text": pa.array(texts, pa.large_string()),
             "source": pa.array([self.source.name] * n, pa.string()),
             "kind": pa.array([self.source.kind] * n, pa.string()),
-            "reason": pa.array(reasons, pa.string()),
-            "detail": pa.array(details, pa.string()),
         }
         mapping = self._mapping()
         for target in MAPPED_TARGETS:
             column = mapping.get(target)
-            columns[target] = _mapped(table, column if column in table.column_names else None,
-                                      READ_SCHEMA.field(target).type, n)
+            columns[target], bad = _mapped(
+                table, target, column if column in table.column_names else None, n)
+            for i, error in bad.items():  # a value its column cannot store: that row alone
+                if reasons[i] is None:
+                    reasons[i], details[i] = "invalid_field", f"{rel} row {rows[i]}: {error}"
+        columns["reason"] = pa.array(reasons, pa.string())
+        columns["detail"] = pa.array(details, pa.string())
         if self.source.lang and "lang" not in self.source.columns:
             # a fixed lang: where the row has no language of its own
             columns["lang"] = pc.fill_null(columns["lang"], self.source.lang)
