@@ -251,9 +251,10 @@ def test_a_zstd_window_past_the_line_bound_is_refused(tmp_path: Path) -> None:
 
 def test_a_zstd_bomb_of_many_lines_is_read_up_to_a_ratio(tmp_path: Path) -> None:
     """One real document's line repeated 8,000 times (~100 MB) in a zstd file of a few
-    KB: the lines are each fine, but together a bomb. The unit holds lines up to 1000x
-    the compressed size (at least 2x max_doc_bytes), then one record says why it
-    stopped; a real compressed file is far below the ratio (test_readers)."""
+    KB: the lines are each fine, but together a bomb. It is planned up to 1000x the
+    compressed size (at least 2x max_doc_bytes), in units of `shard.max_bytes`, then one
+    record says why it stopped; a real compressed file is far below the ratio
+    (test_readers)."""
     import zstandard
 
     line = (_good(0, (STDLIB / "json" / "encoder.py").read_text()) + "\n").encode()
@@ -267,10 +268,13 @@ def test_a_zstd_bomb_of_many_lines_is_read_up_to_a_ratio(tmp_path: Path) -> None
         {"name": "j", "kind": "code", "max_doc_bytes": "1MiB", "columns": COLUMNS,
          "reader": {"type": "jsonl", "paths": ["bomb.jsonl.zst"]}}]}, "m", tmp_path)
     source = manifest.sources[0]
-    rows = [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
+    units = plan_units(source.reader, source.info(), 10**6, 4 << 20)
+    assert len(units) == -(-max(1000 * size, 2 << 20) // (4 << 20)) > 1
+    rows = [row for unit in units
             for row in read_unit(source.reader, source.info(), unit).to_pylist()]
     cap = max(1000 * size, 2 << 20)
     assert [r["reason"] for r in rows[:-1]] == [None] * (cap // len(line))
     assert rows[-1]["reason"] == "unreadable_file"
     assert "a decompression bomb?" in rows[-1]["detail"]
-    assert f"line {cap // len(line) + 1} on" in rows[-1]["detail"], rows[-1]["detail"]
+    at = cap // len(line) * len(line)  # the first line the cap cuts
+    assert f"not read from decompressed byte {at:,} on" in rows[-1]["detail"], rows[-1]["detail"]

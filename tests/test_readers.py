@@ -21,7 +21,7 @@ import pytest
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import READERS, make_reader, plan_units, read_unit
 from lemur_data.stages.readers import jsonl as jsonl_reader
-from lemur_data.stages.readers.common import Reader, ReaderError
+from lemur_data.stages.readers.common import Reader, ReaderError, document_id
 from tests.realdata import (
     PURELIB,
     STDLIB,
@@ -222,27 +222,111 @@ def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> Non
     assert abs(units[0].bytes_hint - plain) <= 1
 
 
-def test_compressed_jsonl_size_is_estimated_from_its_start(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(300)]
-    write_jsonl(tmp_path / "code.jsonl.gz", records, "gz")
-    plain = len(gzip.decompress((tmp_path / "code.jsonl.gz").read_bytes()))
-    assert (tmp_path / "code.jsonl.gz").stat().st_size > 2 * 2**18  # past the sample
-    source = {"name": "code", "kind": "code", "reader": {"type": "jsonl", "paths": ["*.gz"]}}
-    units, _ = units_and_tables(source, tmp_path)
-    assert 0.7 * plain < units[0].bytes_hint < 1.3 * plain, (units[0].bytes_hint, plain)
-    # Sampled once per extension: a second .gz file is sized with the first one's ratio
-    # (one small read per source, not one per file).
-    write_jsonl(tmp_path / "more.jsonl.gz", records[:50], "gz")
-    sampled: list[str] = []
-    measure = jsonl_reader._expansion
-    monkeypatch.setattr(jsonl_reader, "_expansion",
-                        lambda path: sampled.append(path) or measure(path))
-    units, _ = units_and_tables(source, tmp_path)
-    assert [Path(p).name for p in sampled] == ["code.jsonl.gz"]
-    sizes = [(tmp_path / name).stat().st_size for name in ("code.jsonl.gz", "more.jsonl.gz")]
-    ratios = [u.bytes_hint / size for u, size in zip(units, sizes, strict=True)]
-    assert abs(ratios[0] - ratios[1]) < 0.01 * ratios[0], ratios
+def _compressed_copies(folder: Path, plain: bytes) -> dict[str, Path]:
+    """`plain` as gzip (two members, as `cat a.gz b.gz` makes), zstd stating its size
+    (the CLI's default), zstd of several frames that state no size (a streaming writer)."""
+    import zstandard
+
+    cut = len(plain) // 3
+    copies = {"gz": folder / "code.jsonl.gz", "zst": folder / "code.jsonl.zst",
+              "zst frames": folder / "frames.jsonl.zst"}
+    copies["gz"].write_bytes(gzip.compress(plain[:cut], mtime=0)
+                             + gzip.compress(plain[cut:], mtime=0))
+    copies["zst"].write_bytes(zstandard.ZstdCompressor(level=3).compress(plain))
+    unsized = zstandard.ZstdCompressor(level=3, write_content_size=False)
+    with copies["zst frames"].open("wb") as raw:
+        for part in (plain[:cut], plain[cut:2 * cut], plain[2 * cut:]):
+            with unsized.stream_writer(raw, closefd=False) as out:
+                out.write(part)
+    return copies
+
+
+def test_compressed_jsonl_is_cut_by_its_decompressed_bytes(tmp_path: Path) -> None:
+    """A compressed jsonl is planned as ranges of its decompressed bytes, like a plain
+    file's: each document comes out exactly once across the units, the same documents
+    in the same order as the plain file's, at the same offsets (the locator), for cuts
+    inside lines, on a line's first byte and ranges holding no line start."""
+    records = [{"text": f.read_text(errors="replace"), "path": str(f.relative_to(STDLIB))}
+               for f in _stdlib_sources(150)]
+    write_jsonl(tmp_path / "code.jsonl", records)
+    plain = (tmp_path / "code.jsonl").read_bytes()
+    lines = plain.splitlines(keepends=True)
+    starts = list(itertools.accumulate(map(len, lines[:-1]), initial=0))
+    copies = _compressed_copies(tmp_path, plain)
+    source = {"name": "code", "kind": "code", "columns": {"path": "path"},
+              "reader": {"type": "jsonl", "paths": ["code.jsonl"]}}
+    for max_bytes in (len(plain) // 7 + 1, len(lines[0]), len(lines[0]) + 1, 20_000):
+        units, table = units_and_tables(source, tmp_path, max_bytes=max_bytes)
+        assert table.column("text").to_pylist() == [r["text"] for r in records]
+        for kind, path in copies.items():
+            source["reader"]["paths"] = [path.name]
+            cut_units, cut = units_and_tables(source, tmp_path, max_bytes=max_bytes)
+            source["reader"]["paths"] = ["code.jsonl"]
+            assert [u.payload["inflated"] for u in cut_units] == [len(plain)] * len(cut_units)
+            assert len(cut_units) == min(jsonl_reader._MAX_PARTS, len(units)), kind
+            assert cut.column("reason").null_count == cut.num_rows, kind  # nothing quarantined
+            assert cut.column("text").to_pylist() == [r["text"] for r in records], kind
+            assert cut.column("path").to_pylist() == [r["path"] for r in records], kind
+            # ids hash the locator, `file#@offset`: the plain file's offsets
+            assert cut.column("id").to_pylist() == [
+                document_id("code", f"{path.name}#@{offset}") for offset in starts], kind
+
+
+def test_a_zstd_file_that_lies_about_its_size_loses_nothing_silently(tmp_path: Path) -> None:
+    """A zstd frame header stating fewer or more bytes than the frame holds: libzstd
+    refuses the frame, and exactly one unit (of several) says so; no unit reads past
+    its range, and in = kept + removed."""
+    import zstandard
+
+    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(30)]
+    write_jsonl(tmp_path / "code.jsonl", records)
+    plain = (tmp_path / "code.jsonl").read_bytes()
+    frame = bytearray(zstandard.ZstdCompressor(level=3).compress(plain))
+    assert frame[4] >> 6 == 2 and frame[4] & 0x20  # single segment, 4-byte content size
+    source = {"name": "code", "kind": "code",
+              "reader": {"type": "jsonl", "paths": ["lie.jsonl.zst"]}}
+    for stated in (len(plain) // 2, 2 * len(plain)):
+        frame[5:9] = stated.to_bytes(4, "little")
+        (tmp_path / "lie.jsonl.zst").write_bytes(frame)
+        units, table = units_and_tables(source, tmp_path, max_bytes=len(plain) // 5)
+        assert len(units) == -(-stated // (len(plain) // 5)) > 1
+        assert units[0].payload["inflated"] == stated
+        bad = table.filter(pc.is_valid(table.column("reason"))).to_pylist()
+        assert [r["reason"] for r in bad] == ["unreadable_file"], stated
+        assert bad[0]["path"] == "lie.jsonl.zst" and "read failed" in bad[0]["detail"]
+        kept = table.filter(pc.is_null(table.column("reason"))).column("text").to_pylist()
+        assert kept == [r["text"] for r in records][:len(kept)]
+
+
+def test_a_remote_compressed_jsonl_is_one_unit_read_up_to_the_cap(tmp_path: Path) -> None:
+    """A URL (here file://) is not read to plan: one unit, its size estimated from the
+    first file's first 256 KiB, read up to 1000x its compressed size."""
+    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(100)]
+    write_jsonl(tmp_path / "code.jsonl", records)
+    plain = (tmp_path / "code.jsonl").read_bytes()
+    path = _compressed_copies(tmp_path, plain)["zst"]
+    source = {"name": "code", "kind": "code",
+              "reader": {"type": "jsonl", "paths": [f"file://{path}"]}}
+    units, table = units_and_tables(source, tmp_path, max_bytes=len(plain) // 4)
+    assert len(units) == 1 and units[0].payload["inflated"] == 1000 * path.stat().st_size
+    assert 0.7 * len(plain) < units[0].bytes_hint < 1.3 * len(plain)
+    assert table.column("text").to_pylist() == [r["text"] for r in records]
+
+
+def test_compressed_jsonl_planning_reads_headers_or_counts(tmp_path: Path) -> None:
+    """zstd stating its size is planned from its frame and block headers; gzip and an
+    unsized zstd are counted once, stopping at 1000x the compressed size."""
+    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(100)]
+    write_jsonl(tmp_path / "code.jsonl", records)
+    plain = (tmp_path / "code.jsonl").read_bytes()
+    copies = _compressed_copies(tmp_path, plain)
+    assert jsonl_reader._zstd_stated_size(str(copies["zst"])) == len(plain)
+    assert jsonl_reader._zstd_stated_size(str(copies["zst frames"])) is None
+    for path in copies.values():
+        assert jsonl_reader._inflated_size(str(path), path.stat().st_size, 1) == \
+            (len(plain), False)
+    small = copies["gz"].stat().st_size // 2000  # as if 2000x: capped at 1000x
+    assert jsonl_reader._inflated_size(str(copies["gz"]), small, 100) == (1000 * small, True)
 
 
 def test_large_jsonl_is_read_as_byte_ranges_with_the_same_documents(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Peak worker memory on hostile jsonl input, against the bound of issue 32.
 
     python -m tests.bench.bench_hostile_memory [--max-doc-mib 16] [--line-mb 400]
+    python -m tests.bench.bench_hostile_memory --cost [--cost-mb 64]
 
 Builds (ingest only, one real Ray worker) each input below from real text (standard-
 library files, JSON-escaped, repeated), and prints the peak resident memory of the
@@ -17,6 +18,11 @@ the control's peak (the baseline) + 2x `max_doc_bytes`.
   has listed its input (run/work/listing.json written), before its ingest task reads it.
 
 Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
+
+`--cost`: what cutting a compressed file into units of its decompressed bytes costs
+(unit k decompresses the k ranges before its own): CPU seconds of planning and reading
+`--cost-mb` MB of standard-library files as jsonl lines, plain, gzip and zstd, in one
+unit and cut into 4, 16 and 32, in this process (no Ray).
 """
 
 from __future__ import annotations
@@ -135,13 +141,61 @@ def build(path: Path, folder: Path, max_doc_mib: int, grow: bool) -> tuple[float
     return max(tasks, key=lambda task: task[1])
 
 
+def cost(megabytes: int) -> None:
+    import time
+
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.stages.ingest import plan_units, read_unit
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-cost-"))
+    lines, size = [], 0
+    for path in sorted(STDLIB.rglob("*.py")):
+        if size >= megabytes * 1_000_000:
+            break
+        lines.append(json.dumps({"text": path.read_text(errors="replace")}).encode() + b"\n")
+        size += len(lines[-1])
+    plain = b"".join(lines)
+    (folder / "c.jsonl").write_bytes(plain)
+    (folder / "c.jsonl.gz").write_bytes(gzip.compress(plain, compresslevel=6, mtime=0))
+    (folder / "c.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(plain))
+    print(f"{len(plain) / 1e6:.1f} MB of jsonl ({len(lines)} stdlib files); CPU seconds of "
+          "plan + read of every unit (best of 2)")
+    print(f"{'file':<12} {'units':>5} {'plan s':>7} {'read s':>7} {'vs 1 unit':>9}")
+    for name in ("c.jsonl", "c.jsonl.gz", "c.jsonl.zst"):
+        manifest = parse_manifest({"name": "cost", "sources": [
+            {"name": "j", "kind": "code", "reader": {"type": "jsonl", "paths": [name]}}]},
+            "m", folder)
+        source = manifest.sources[0]
+        one = 0.0
+        for parts in (1, 4, 16, 32):
+            best = (float("inf"), float("inf"))
+            for _ in range(2):
+                began = time.process_time()
+                units = plan_units(source.reader, source.info(), 10**9,
+                                   -(-len(plain) // parts))
+                planned = time.process_time()
+                rows = sum(read_unit(source.reader, source.info(), u).num_rows for u in units)
+                best = min(best, (planned - began, time.process_time() - planned))
+                assert rows == len(lines) and len(units) == parts, (rows, len(units))
+            one = one or sum(best)
+            print(f"{name:<12} {parts:>5} {best[0]:>7.2f} {best[1]:>7.2f} "
+                  f"{sum(best) / one:>8.2f}x", flush=True)
+    subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "\n").splitlines()[0])
     parser.add_argument("--max-doc-mib", type=int, default=16)
     parser.add_argument("--line-mb", type=int, default=400)
     parser.add_argument("--only", nargs="*", metavar="INPUT",
                         help="run only these inputs besides the control (e.g. 'zst lines')")
+    parser.add_argument("--cost", action="store_true",
+                        help="CPU cost of cutting compressed files into units, then exit")
+    parser.add_argument("--cost-mb", type=int, default=64)
     args = parser.parse_args()
+    if args.cost:
+        cost(args.cost_mb)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     paths = make_inputs(work / "inputs", args.line_mb)
     sizes = {name: path.stat().st_size for name, path in paths.items()}
