@@ -224,12 +224,19 @@ def test_jsonl_plain_and_compressed(tmp_path: Path, compress: str | None) -> Non
 
 def _compressed_copies(folder: Path, plain: bytes) -> dict[str, Path]:
     """`plain` as gzip (two members, as `cat a.gz b.gz` makes), zstd stating its size
-    (the CLI's default), zstd of several frames that state no size (a streaming writer)."""
+    (the CLI's default), zstd of several frames that state no size (a streaming writer),
+    bz2 and xz."""
+    import bz2
+    import lzma
+
     import zstandard
 
     cut = len(plain) // 3
     copies = {"gz": folder / "code.jsonl.gz", "zst": folder / "code.jsonl.zst",
-              "zst frames": folder / "frames.jsonl.zst"}
+              "zst frames": folder / "frames.jsonl.zst", "bz2": folder / "code.jsonl.bz2",
+              "xz": folder / "code.jsonl.xz"}
+    copies["bz2"].write_bytes(bz2.compress(plain))
+    copies["xz"].write_bytes(lzma.compress(plain))
     copies["gz"].write_bytes(gzip.compress(plain[:cut], mtime=0)
                              + gzip.compress(plain[cut:], mtime=0))
     copies["zst"].write_bytes(zstandard.ZstdCompressor(level=3).compress(plain))
@@ -247,7 +254,7 @@ def test_compressed_jsonl_is_cut_by_its_decompressed_bytes(tmp_path: Path) -> No
     in the same order as the plain file's, at the same offsets (the locator), for cuts
     inside lines, on a line's first byte and ranges holding no line start."""
     records = [{"text": f.read_text(errors="replace"), "path": str(f.relative_to(STDLIB))}
-               for f in _stdlib_sources(150)]
+               for f in _stdlib_sources(60)]
     write_jsonl(tmp_path / "code.jsonl", records)
     plain = (tmp_path / "code.jsonl").read_bytes()
     lines = plain.splitlines(keepends=True)
