@@ -153,3 +153,35 @@ def test_removed_shards_of_a_step_share_one_schema(ray_session, tree_with_duplic
     from_ingest = first_table.filter(ds.field("reason").cast("string") == "ingest:empty")
     assert from_ingest.num_rows > 0
     assert from_ingest.column("syntax_checked").null_count == from_ingest.num_rows
+
+
+def test_a_compressed_jsonl_in_several_units_builds_the_same_bytes(ray_session,
+                                                                   tmp_path: Path) -> None:
+    """A gzip jsonl of stdlib files cut into units of its decompressed bytes: one worker,
+    two workers and a resume after losing markers give the same bytes, and the kept
+    documents are the file's, each once."""
+    import gzip
+
+    files = sorted(p for p in (STDLIB / "email").rglob("*.py") if p.read_text().strip())
+    lines = [json.dumps({"text": p.read_text(), "path": str(p.relative_to(STDLIB))})
+             for p in files]
+    plain = ("\n".join(lines) + "\n").encode()
+    (tmp_path / "code.jsonl.gz").write_bytes(gzip.compress(plain, mtime=0))
+    raw = {"name": "gz", "seed": 3, "shard": {"max_bytes": len(plain) // 5 + 1},
+           "sources": [{"name": "code", "kind": "code", "lang": "Python",
+                        "columns": {"path": "path"},
+                        "reader": {"type": "jsonl", "paths": ["code.jsonl.gz"]}}],
+           "stages": []}
+    result = run_build(raw, tmp_path, tmp_path / "w1", workers=1)
+    assert len(result.plan.units["code"]) == 5
+    run_build(raw, tmp_path, tmp_path / "w2", workers=2)
+    expected = digest(tmp_path / "w1")
+    assert digest(tmp_path / "w2") == expected
+    stats = json.loads((tmp_path / "w1" / "stats.json").read_text())
+    kept = pq.read_table(tmp_path / "w1" / stats["output"]["dir"]).column("path").to_pylist()
+    assert sorted(kept) == sorted(str(p.relative_to(STDLIB)) for p in files)
+    for marker in sorted((tmp_path / "w2" / "markers").rglob("*.json"))[::2]:
+        marker.unlink()
+    (tmp_path / "w2" / "stats.json").unlink()
+    run_build(raw, tmp_path, tmp_path / "w2", workers=2)
+    assert digest(tmp_path / "w2") == expected
