@@ -22,7 +22,8 @@ Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
 `--cost`: what cutting a compressed file into units of its decompressed bytes costs
 (unit k decompresses the k ranges before its own): CPU seconds of planning and reading
 `--cost-mb` MB of standard-library files as jsonl lines, plain, gzip and zstd, in one
-unit and cut into 4, 16 and 32, in this process (no Ray).
+unit and cut into 4, 16 and 32, in this process (no Ray); then the gz line input planned
+with `shard.max_bytes` 4 and 256 MiB.
 """
 
 from __future__ import annotations
@@ -180,6 +181,23 @@ def cost(megabytes: int) -> None:
             one = one or sum(best)
             print(f"{name:<12} {parts:>5} {best[0]:>7.2f} {best[1]:>7.2f} "
                   f"{sum(best) / one:>8.2f}x", flush=True)
+    # The hostile case: one 400 MB line in a 3.9 MB gzip, every unit past the first
+    # decompressing through the line to find where its own lines start.
+    with gzip.open(folder / "line.jsonl.gz", "wb", compresslevel=6) as out:
+        _huge_line(out, 400)
+    manifest = parse_manifest({"name": "cost", "sources": [
+        {"name": "j", "kind": "code", "columns": {"text": "content"},
+         "reader": {"type": "jsonl", "paths": ["line.jsonl.gz"]}}]}, "m", folder)
+    source = manifest.sources[0]
+    for mib in (4, 256):
+        began = time.process_time()
+        units = plan_units(source.reader, source.info(), 10**9, mib << 20)
+        planned = time.process_time()
+        for unit in units:
+            read_unit(source.reader, source.info(), unit)
+        print(f"400 MB line in {(folder / 'line.jsonl.gz').stat().st_size / 1e6:.1f} MB of "
+              f"gzip, shard.max_bytes {mib} MiB: {len(units)} units, plan "
+              f"{planned - began:.2f} s, read {time.process_time() - planned:.2f} s", flush=True)
     subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
