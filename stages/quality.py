@@ -31,7 +31,7 @@ is generated, the marker rule (`auto_generated`) is not run again either.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -43,6 +43,7 @@ from ..filters.quality import code_rules
 from .base import DocumentStage, ShardContext, StageParams, StageResult
 from .explain import Span, number
 from .paths import LocalPath
+from .user_file import read_user_file
 
 if TYPE_CHECKING:  # text_rules imports datatrove (~0.2 s); the driver needs only the Params
     from ..filters.quality.text_rules import TextRule
@@ -74,8 +75,32 @@ class _CodeRuleOverridesBase(_Strict):
     def _readable_extension_table(self) -> _CodeRuleOverridesBase:
         path = getattr(self, "extension_table", None)
         if path is not None:
-            code_rules.load_extension_table(path)  # ValueError: the file, row or column
+            load_extension_table(path)  # ValueError: the file, row or column
         return self
+
+
+EXTENSION_TABLE_MAX_BYTES = 64 * 2**20  # bigcode's own table is ~30 KB
+
+
+@cache
+def load_extension_table(path: str) -> code_rules.ExtensionTableRows:
+    """The `extension_table` file, read here (a bounded regular file; filters do no I/O)
+    and parsed by the rule's module. ValueError names the file, and the row or column."""
+    try:
+        raw = read_user_file(path, what="extension_table", max_bytes=EXTENSION_TABLE_MAX_BYTES)
+    except OSError as e:
+        raise ValueError(f"cannot read the extension table {path}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: the extension table is not UTF-8 (byte {e.start})") from None
+    return code_rules.parse_extension_table(text, path)
+
+
+def _loaded(changes: dict[str, Any]) -> dict[str, Any]:
+    """Rule parameters as the rules take them: a table's file replaced by its rows."""
+    table = changes.get("extension_table")
+    return changes if table is None else {**changes, "extension_table": load_extension_table(table)}
 
 
 # The fields come from the rule classes, so the overrides cannot drift from the rules.
@@ -100,11 +125,11 @@ class CodeThresholdTable:
 
     def __init__(self, params: CodeQualityParams) -> None:
         preset = code_rules.CODE_PRESETS[params.preset]
-        self._base = preset.default.updated(params.changes())
+        self._base = preset.default.updated(_loaded(params.changes()))
         # Keys and labels meet in The Stack's names, any case (`Wolfram Language` is
         # Mathematica's entry).
         self._preset_langs = {_key(k): v for k, v in preset.languages.items()}
-        self._manifest_langs = {_key(k): v.changes() for k, v in params.languages.items()}
+        self._manifest_langs = {_key(k): _loaded(v.changes()) for k, v in params.languages.items()}
         self._resolved: dict[str, code_rules.CodeRules] = {}
 
     def get(self, lang: str | None) -> code_rules.CodeRules:

@@ -22,7 +22,7 @@ What the quality stage, the tests and the benchmarks use is importable from here
 from .base import CodeDoc, CodeRule
 from .content import EncodedData, InvisibleCharacters
 from .evaluate import check_one, evaluate
-from .extension_table import load_extension_table
+from .extension_table import ExtensionTableRows, parse_extension_table
 from .file_kind import AUTOGEN_MARKERS, AUTOGEN_PATHS, STARCODER2_AUTOGEN_MARKERS
 from .presets import CODE_PRESETS, CodePreset
 from .rule_set import (
@@ -37,4 +37,4 @@ from .rule_set import (
 __all__ = ["AUTOGEN_MARKERS", "AUTOGEN_PATHS", "CODE_PRESETS", "PARAMETERS", "RULE_CLASSES",
            "STARCODER2_AUTOGEN_MARKERS", "THRESHOLD_NAMES", "CodeDoc", "CodePreset", "CodeRule",
            "CodeRules", "EncodedData", "InvisibleCharacters", "check_one", "evaluate",
-           "load_extension_table", "parameter_doc", "parameter_is_path"]
+           "ExtensionTableRows", "parse_extension_table", "parameter_doc", "parameter_is_path"]

@@ -6,7 +6,8 @@ applies it (`extension_table`). docs/stages.md (`starcoder`) cites each line.
 from __future__ import annotations
 
 import csv
-import functools
+import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,22 @@ EXTENSION_TABLE_COLUMNS = ("language", "extension", "Include", "Long_line_thresh
                            "Alphanum_threshold", "Alpha filter")
 
 
-@functools.cache
-def load_extension_table(path: str) -> dict[tuple[str, str], ExtensionThresholds]:
+@dataclass(frozen=True)
+class ExtensionTableRows:
+    """A parsed per-extension table: `name` (the file it was read from: the stage reads
+    it, filters do no I/O) and its rows, (language, extension) -> thresholds. Two tables
+    compare by name."""
+
+    name: str
+    rows: Mapping[tuple[str, str], ExtensionThresholds] = field(compare=False, repr=False)
+
+
+def parse_extension_table(text: str, name: str) -> ExtensionTableRows:
     """A CSV in the schema of bigcode-dataset's preprocessing/visual_inspection.csv:
     (language, extension) -> thresholds, read as filtering.py's `get_filter_params` reads
     a row (`Include` "1" keeps; an empty or zero threshold is off; a mean line of 100
-    wherever a longest-line threshold is set). Raises ValueError naming the file and row."""
+    wherever a longest-line threshold is set). Raises ValueError naming the file (`name`)
+    and row."""
 
     def number(row: dict[str, str], column: str, kind: type, line: int) -> Any:
         value = (row.get(column) or "").strip()
@@ -43,29 +54,24 @@ def load_extension_table(path: str) -> dict[tuple[str, str], ExtensionThresholds
         try:
             parsed = kind(float(value)) if kind is int else kind(value)
         except ValueError:
-            raise ValueError(f"{path}: row {line}: {column} {value!r} is not a number") from None
+            raise ValueError(f"{name}: row {line}: {column} {value!r} is not a number") from None
         return parsed or None  # 0 is off, as `if line_max and ...` in filtering.py
 
-    try:
-        handle = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise ValueError(f"cannot read the extension table {path}: {e.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in EXTENSION_TABLE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path}: the extension table lacks the column(s) {missing} "
-                             f"(needs {list(EXTENSION_TABLE_COLUMNS)})")
-        table: dict[tuple[str, str], ExtensionThresholds] = {}
-        for line, row in enumerate(reader, start=2):
-            max_line = number(row, "Long_line_threshold", int, line)
-            table[(row["language"], row["extension"])] = ExtensionThresholds(
-                row["Include"].strip() == "1", max_line, 100.0 if max_line else None,
-                number(row, "Alphanum_threshold", float, line),
-                number(row, "Alpha filter", float, line))
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in EXTENSION_TABLE_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{name}: the extension table lacks the column(s) {missing} "
+                         f"(needs {list(EXTENSION_TABLE_COLUMNS)})")
+    table: dict[tuple[str, str], ExtensionThresholds] = {}
+    for line, row in enumerate(reader, start=2):
+        max_line = number(row, "Long_line_threshold", int, line)
+        table[(row["language"], row["extension"])] = ExtensionThresholds(
+            row["Include"].strip() == "1", max_line, 100.0 if max_line else None,
+            number(row, "Alphanum_threshold", float, line),
+            number(row, "Alpha filter", float, line))
     if not table:
-        raise ValueError(f"{path}: the extension table has no rows")
-    return table
+        raise ValueError(f"{name}: the extension table has no rows")
+    return ExtensionTableRows(name, table)
 
 
 def bigcode_language(lang: str) -> str:
@@ -87,7 +93,9 @@ class ExtensionTable(CodeRule):
     `basic_filters_per_extension`). Where it is set it replaces the line-length and
     alphabetic-fraction rules, as the per-extension filter replaced the basic one."""
 
-    extension_table: str | None = field(default=None, metadata={**doc(
+    # The manifest gives a file (a path parameter); the quality stage reads and parses it
+    # (parse_extension_table) and the rule holds the rows.
+    extension_table: ExtensionTableRows | None = field(default=None, metadata={**doc(
         "CSV of per-(language, extension) thresholds in the schema of bigcode-dataset's "
         "preprocessing/visual_inspection.csv (columns language, extension, Include, "
         "Long_line_threshold, Alphanum_threshold, Alpha filter). A file whose language "
@@ -101,7 +109,7 @@ class ExtensionTable(CodeRule):
         if self.extension_table is None:
             return None
         key = (bigcode_language(d.lang or ""), file_extension(d.path))
-        row = load_extension_table(self.extension_table).get(key)
+        row = self.extension_table.rows.get(key)
         if row is None or not row.include:
             d.detail = (f"no row for language {key[0]!r}, extension {key[1]!r}" if row is None
                         else f"language {key[0]!r}, extension {key[1]!r}: Include is not 1")
