@@ -20,6 +20,7 @@ import pytest
 from lemur_data.pipeline.budget import _prefix_for, possible_keys
 from lemur_data.pipeline.sample import unit_order
 from lemur_data.stages.readers.common import InputUnit
+from tests.fixtures import fixture
 from tests.realdata import STDLIB, perturbed_prose, write_jsonl
 from tests.runs import NONDETERMINISTIC, run_build
 
@@ -110,7 +111,9 @@ def test_pilot_is_sized_from_the_need_not_a_unit_count(tmp_path: Path) -> None:
     from lemur_data.pipeline.planner import list_units
     from tests.bench.bench_budget import stdlib_manifest
 
-    raw = stdlib_manifest("needed", 3e6)
+    # the test package from its fixture: the running Python may have none (Debian's)
+    tests = fixture("libpython3.11-testsuite") / "usr/lib/python3.11/test"
+    raw = stdlib_manifest("needed", 3e6, test_root=str(tests))
     parsed = parse_manifest(raw, base_dir=tmp_path)
     orders = {n: unit_order(us, parsed.seed) for n, us in list_units(parsed).items()}
     assert (len(orders["lib"]), len(orders["test"])) == (1, 9)

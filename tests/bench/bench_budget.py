@@ -59,10 +59,12 @@ def manifest(prose: Path, read: str, total: float) -> dict[str, Any]:
     return raw
 
 
-def stdlib_manifest(read: str, total: float) -> dict[str, Any]:
+def stdlib_manifest(read: str, total: float, test_root: str = "{stdlib}/test") -> dict[str, Any]:
     """Issue 30's small mix: the standard library's email, json and asyncio (weight 4,
     under its target: read whole, repeated) and its test package (weight 1, about a
-    tenth of its 9 units needed); the demo's document and global stages for code."""
+    tenth of its 9 units needed); the demo's document and global stages for code.
+    `test_root`: where the test package is (Debian's python3 ships none: its
+    libpython3.11-testsuite fixture holds one)."""
     raw = yaml.safe_load((REPO / "manifests" / "demo.yaml").read_text())
     stages = [s for s in raw["stages"] if next(iter(s)) not in ("notebooks", "repo_context")]
     skip = ["*/__pycache__/*", "*.pyc"]
@@ -73,7 +75,7 @@ def stdlib_manifest(read: str, total: float) -> dict[str, Any]:
                     "type": "tree", "root": "{stdlib}", "subdirs": ["email", "json", "asyncio"],
                     "include": ["*.py"], "exclude": skip, "license": "PSF-2.0"}},
                 {"name": "test", "kind": "code", "reader": {
-                    "type": "tree", "root": "{stdlib}/test", "include": ["*.py"],
+                    "type": "tree", "root": test_root, "include": ["*.py"],
                     "exclude": skip, "license": "PSF-2.0"}}],
             "stages": stages,
             "mixture": {"total_tokens": total, "weights": {"lib": 4, "test": 1}, "read": read},
