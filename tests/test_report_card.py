@@ -175,7 +175,7 @@ def test_report_tables_and_figures_show_the_run(mixed_run: Path) -> None:
     assert body_rows(page.tables["reasons-exact_dedup"]) == [
         [r, c["docs"], c["bytes"]]
         for r, c in stats["stages"][1]["removed_by_reason"].items()]
-    assert dict(body_rows(page.tables["licenses"])) == stats["profile"]["by_license"]
+    assert dict(body_rows(page.tables["output-by-license"])) == stats["profile"]["by_license"]
     # the figures: valid PNGs, inlined, the same bytes as plots/*.png
     files = {p.stem: p.read_bytes() for p in (mixed_run / "plots").glob("*.png")}
     assert set(files) == {"waterfall", "mixture", "tokens_by_language", "lengths"}

@@ -222,7 +222,7 @@ def _profile_section(stats: dict[str, Any]) -> str:
     if not profile:
         return ""
     out = ["<h2 id='output'>Output documents</h2>",
-           table(["license", "docs"], by_count(profile["by_license"]), "licenses")]
+           table(["license", "docs"], by_count(profile["by_license"]), "output-by-license")]
     if "tokens" in profile:
         out.append(table(["source", "tokens"], list(profile["tokens_by_source"].items()),
                          "tokens-by-source"))
