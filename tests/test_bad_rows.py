@@ -20,14 +20,20 @@ COLUMNS = {"text": "content", "path": "path", "repo": "repo", "stars": "stars",
            "license": "licenses"}
 
 
-def _read(tmp_path: Path, lines: list[str]) -> list[dict]:
-    (tmp_path / "data.jsonl").write_text("".join(line + "\n" for line in lines))
+def _read_source(tmp_path: Path, reader: str, file: str, columns: dict[str, str],
+                 ) -> list[dict]:
+    """Every row of a one-source manifest reading `file` in `tmp_path`, unit by unit."""
     manifest = parse_manifest({"name": "rows", "sources": [
-        {"name": "j", "kind": "code", "lang": "Python", "columns": COLUMNS,
-         "reader": {"type": "jsonl", "paths": ["data.jsonl"]}}]}, "m", tmp_path)
+        {"name": "src", "kind": "code", "lang": "Python", "columns": columns,
+         "reader": {"type": reader, "paths": [file]}}]}, "m", tmp_path)
     source = manifest.sources[0]
     return [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
             for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+
+
+def _read(tmp_path: Path, lines: list[str]) -> list[dict]:
+    (tmp_path / "data.jsonl").write_text("".join(line + "\n" for line in lines))
+    return _read_source(tmp_path, "jsonl", "data.jsonl", COLUMNS)
 
 
 def _good(i: int, text: str, **fields: object) -> str:
@@ -164,12 +170,7 @@ def test_a_gzip_jsonl_that_grows_after_planning_is_read_as_planned(tmp_path: Pat
 
 def _read_parquet(tmp_path: Path, table: pa.Table, columns: dict[str, str]) -> list[dict]:
     pq.write_table(table, tmp_path / "data.parquet", row_group_size=3)
-    manifest = parse_manifest({"name": "rows", "sources": [
-        {"name": "p", "kind": "code", "lang": "Python", "columns": columns,
-         "reader": {"type": "parquet", "paths": ["data.parquet"]}}]}, "m", tmp_path)
-    source = manifest.sources[0]
-    return [row for unit in plan_units(source.reader, source.info(), 100, 2**30)
-            for row in read_unit(source.reader, source.info(), unit).to_pylist()]
+    return _read_source(tmp_path, "parquet", "data.parquet", columns)
 
 
 def test_parquet_values_of_the_wrong_type_cost_their_row_alone(tmp_path: Path) -> None:
