@@ -87,6 +87,11 @@ def hash_partition(hashes: pl.Expr, partitions: int) -> pl.Expr:
     return hashes.str.slice(0, 8).str.to_integer(base=16) % partitions
 
 
+def partition_of(digest: str, partitions: int) -> int:
+    """`hash_partition` of one hex hash."""
+    return int(digest[:8], 16) % partitions
+
+
 def content_hashes(text: pa.ChunkedArray | pa.Array, normalize: str) -> list[str]:
     if normalize == "whitespace":
         text = pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"\s+", " "))
@@ -108,20 +113,19 @@ class HashShard:
                                       "kind"])
         if self.scope is not None:
             table = table.filter(in_scope(table, self.scope))
-        import polars as pl
-
         hashes = content_hashes(table.column("text"), self.normalize)
-        frame = pl.DataFrame({
-            "hash": hashes,
-            "id": table.column("id").to_pylist(),
-            "stars": pc.fill_null(table.column("stars"), 0).to_pylist(),
+        # pyarrow and one int() per row: polars' import (~0.2 s) costs more than a
+        # shard's partitioning; the columns are typed as polars wrote them before
+        frame = pa.table({
+            "hash": pa.array(hashes, pa.large_string()),
+            "id": table.column("id").cast(pa.large_string()),
+            "stars": pc.fill_null(table.column("stars"), 0).cast(pa.int64()),
             "license_rank": license_ranks(table.column("license"), self.keep_order,
-                                          table.column("license_type")).to_pylist(),
-        }, schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
-                   "license_rank": pl.Int8})
-        frame = frame.with_columns(hash_partition(pl.col("hash"), self.partitions).alias("part"))
+                                          table.column("license_type")).cast(pa.int8()),
+        })
+        part_of = pa.array([partition_of(h, self.partitions) for h in hashes], pa.int64())
         for part in range(self.partitions):
-            rows = frame.filter(pl.col("part") == part).drop("part").to_arrow()
+            rows = frame.filter(pc.equal(part_of, part)).combine_chunks()
             storage.write_parquet_atomic(storage.join(self.out_dir, f"part-{part:04d}.parquet"),
                                          rows)
         return {"docs": table.num_rows}
@@ -138,11 +142,18 @@ class DecidePartition:
     earlier: tuple[IndexedRun, ...] = ()
 
     def __call__(self) -> dict[str, Any]:
+        tables = [storage.read_parquet(path) for path in self.inputs]
+        rows = sum(t.num_rows for t in tables)
+        if not self.earlier and 0 < rows <= SMALL_PARTITION_ROWS:
+            drops = decide_small(tables, [self.shard_of[p.rsplit("/", 2)[-2]]
+                                          for p in self.inputs], self.keep_order)
+            storage.write_parquet_atomic(self.out_path, drops)
+            return {"duplicates": drops.num_rows, "of_earlier": 0}
         import polars as pl
 
-        frames = [cast(pl.DataFrame, pl.from_arrow(storage.read_parquet(path))).with_columns(
+        frames = [cast(pl.DataFrame, pl.from_arrow(table)).with_columns(
                       pl.lit(self.shard_of[path.rsplit("/", 2)[-2]]).alias("shard"))
-                  for path in self.inputs]
+                  for path, table in zip(self.inputs, tables, strict=True)]
         frame = pl.concat(frames) if frames else pl.DataFrame()
         if frame.is_empty():
             storage.write_parquet_atomic(self.out_path, DROPS_SCHEMA.empty_table())
@@ -177,6 +188,38 @@ class DecidePartition:
         return (kept.filter(hash_partition(pl.col("hash"), self.partitions) == self.part)
                 .sort(["hash", "id"]).unique("hash", keep="first", maintain_order=True)
                 .rename({"id": "kept_id"}))
+
+
+SMALL_PARTITION_ROWS = 50_000
+"""A decide task with at most this many hashes (and no `against` runs) sorts them in
+Python: polars' import (~0.2 s per worker) costs more than that. Same drops either way
+(tests/test_exact_dedup.py checks the files are byte-identical)."""
+
+
+def decide_small(tables: list[pa.Table], shards: list[str], keep_order: KeepOrder) -> pa.Table:
+    """DecidePartition's drops without polars: per hash the first row in `sort_keys`
+    order survives, the rest are dropped, sorted by (shard, id)."""
+    rows = []
+    for table, shard in zip(tables, shards, strict=True):
+        columns = [table.column(c).to_pylist() for c in ("hash", "id", "stars", "license_rank")]
+        rows += [(*row, shard) for row in zip(*columns, strict=True)]
+    # (hash ascending, then the survivor first; ids are unique, so the order is total)
+    if keep_order == "stars":
+        rows.sort(key=lambda r: (r[0], -r[2], -r[3], r[1]))
+    else:
+        rows.sort(key=lambda r: (r[0], -r[3], -r[2], r[1]))
+    drops = []
+    kept_id, last = "", None
+    for digest, doc_id, _, _, shard in rows:
+        if digest != last:
+            kept_id, last = doc_id, digest
+        elif doc_id != kept_id:
+            drops.append((shard, doc_id, kept_id))
+    drops.sort()
+    shard, ids, kept = (list(c) for c in zip(*drops, strict=True)) if drops else ([], [], [])
+    return pa.table([pa.array(shard, pa.string()), pa.array(ids, pa.string()),
+                     pa.array(kept, pa.string()), pa.nulls(len(ids), pa.string())],
+                    schema=DROPS_SCHEMA)
 
 
 DROPS_SCHEMA = pa.schema([("shard", pa.string()), ("id", pa.string()), ("kept_id", pa.string()),

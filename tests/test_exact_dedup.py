@@ -122,3 +122,67 @@ def test_a_run_uses_no_more_hash_partitions_than_shards(tmp_path: Path) -> None:
         hashing, deciding = stage.phases(ctx)
         assert (len(hashing.tasks), len(deciding.tasks)) == (shards, expected)
         assert all(len(task.outputs) == expected for task in hashing.tasks)
+
+
+def _shards(corpus: tuple[Path, Path, dict[str, str]], folder: Path) -> dict[str, str]:
+    """The corpus's two sources as document shards of 60 (as the first step writes them)."""
+    shards = {}
+    for source in corpus[:2]:
+        table = pq.read_table(source)
+        name = source.stem
+        docs = pa.table({"id": [f"{name}/{p}" for p in table.column("path").to_pylist()],
+                         "text": table.column("content").cast(pa.large_string()),
+                         "stars": table.column("stars"), "license": table.column("license"),
+                         "license_type": pa.nulls(table.num_rows, pa.string()),
+                         "source": [name] * table.num_rows, "kind": ["code"] * table.num_rows})
+        for start in range(0, docs.num_rows, 60):
+            shard = f"{name}-{start // 60:05d}"
+            shards[shard] = str(folder / f"shard-{shard}.parquet")
+            pq.write_table(docs.slice(start, 60), shards[shard])
+    return shards
+
+
+@pytest.mark.parametrize("keep_order", ["stars", "stack-v2"])
+def test_small_partitions_decide_as_polars_does(corpus, tmp_path: Path, monkeypatch,
+                                                keep_order: str) -> None:
+    """Partitions under SMALL_PARTITION_ROWS are decided without polars: the hash files
+    are the ones polars wrote, and the decisions byte-identical on both sides of the
+    threshold."""
+    import polars as pl
+
+    from lemur_data.stages import exact_dedup as ed
+
+    shards = _shards(corpus, tmp_path)
+    work = tmp_path / "work"
+    partitions = 3
+    for shard, path in shards.items():
+        ed.HashShard(path, str(work / "hashes" / shard), "none", partitions,
+                     keep_order=keep_order)()
+        table = pq.read_table(path)
+        frame = pl.DataFrame({  # what the hash phase wrote with polars
+            "hash": ed.content_hashes(table.column("text"), "none"),
+            "id": table.column("id").to_pylist(),
+            "stars": pa.compute.fill_null(table.column("stars"), 0).to_pylist(),
+            "license_rank": ed.license_ranks(table.column("license"), keep_order,
+                                             table.column("license_type")).to_pylist()},
+            schema={"hash": pl.String, "id": pl.String, "stars": pl.Int64,
+                    "license_rank": pl.Int8})
+        frame = frame.with_columns(ed.hash_partition(pl.col("hash"), partitions).alias("part"))
+        for part in range(partitions):
+            expected = frame.filter(pl.col("part") == part).drop("part").to_arrow()
+            written = pq.read_table(ed.hash_file(str(work), shard, part))
+            assert written.equals(expected) and written.schema == expected.schema
+    outputs: dict[int, list[bytes]] = {}
+    duplicates = 0
+    for threshold in (0, ed.SMALL_PARTITION_ROWS):  # polars, then Python
+        monkeypatch.setattr(ed, "SMALL_PARTITION_ROWS", threshold)
+        outputs[threshold] = []
+        for part in range(partitions):
+            out = tmp_path / f"decisions-{threshold}" / f"part-{part}.parquet"
+            summary = ed.DecidePartition([ed.hash_file(str(work), s, part) for s in shards],
+                                         str(out), {s: s for s in shards},
+                                         keep_order, part, partitions)()
+            duplicates += summary["duplicates"]
+            outputs[threshold].append(out.read_bytes())
+    assert duplicates > 2 * 15  # both sides found the real shared files
+    assert outputs[0] == outputs[ed.SMALL_PARTITION_ROWS]
