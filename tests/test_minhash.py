@@ -416,3 +416,56 @@ def test_a_process_switches_to_numba_once_it_has_hashed_enough(monkeypatch) -> N
     assert [used for used, _, _ in seen] == [False, False, True, True]
     for _, hashes, signature in seen[1:]:
         assert np.array_equal(hashes, seen[0][1]) and np.array_equal(signature, seen[0][2])
+
+
+@pytest.mark.parametrize("keep_order", ["stars", "stack-v2"])
+def test_small_components_write_what_polars_and_scipy_write(reference_run: Path, corpus,
+                                                            tmp_path: Path, monkeypatch,
+                                                            keep_order: str) -> None:
+    """The components task of the reference run, redone on both sides of SMALL_EDGES
+    (a union-find and Python sorts below it, scipy and polars above): byte-identical
+    decisions and clusters.json."""
+    from dataclasses import replace
+
+    from lemur_data.pipeline.planner import plan_run
+    from lemur_data.stages.minhash import components as cc
+
+    plan = plan_run(parse_manifest(_manifest(corpus[0]), base_dir=tmp_path), str(reference_run))
+    step = next(s for s in plan.steps if s.label.endswith("-minhash"))
+    task = next(p for p in step.phases if p.name == "components").tasks[0].run
+    assert isinstance(task, cc.Components)
+    written: dict[int, list[bytes]] = {}
+    for threshold in (0, cc.SMALL_EDGES):
+        monkeypatch.setattr(cc, "SMALL_EDGES", threshold)
+        out = tmp_path / str(threshold)
+        redo = replace(task, keep_order=keep_order,
+                       decisions_out=tuple(str(out / f"part-{n}.parquet")
+                                           for n in range(len(task.decisions_out))),
+                       clusters_out=str(out / "clusters.json"))
+        summary = redo()
+        assert summary["removed"] > 50
+        written[threshold] = [Path(p).read_bytes() for p in redo.outputs()]
+    assert written[0] == written[cc.SMALL_EDGES]
+
+
+def test_component_labels_are_scipys(reference_run: Path) -> None:
+    """On the reference run's edges and on random graphs (chains, stars, isolated pairs)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from lemur_data.stages.minhash.components import component_labels
+    from lemur_data.stages.minhash.pairs import sorted_unique, unique_pairs
+
+    edges = pa.concat_tables([pq.read_table(p) for p in
+                              sorted(reference_run.glob("work/02-minhash/edges/*.parquet"))])
+    a, b = unique_pairs(edges.column("a").to_numpy(), edges.column("b").to_numpy())
+    nodes = sorted_unique(np.concatenate([a, b]))
+    graphs = [(np.searchsorted(nodes, a), np.searchsorted(nodes, b), nodes.size)]
+    rng = np.random.default_rng(4)
+    for n, m in ((50, 30), (500, 700), (2000, 1500)):
+        graphs.append((rng.integers(0, n, m), rng.integers(0, n, m), n))
+    for i, j, n in graphs:
+        graph = coo_matrix((np.ones(len(i), np.int8), (i, j)), shape=(n, n))
+        count, expected = connected_components(graph, directed=False)
+        got = component_labels(np.asarray(i), np.asarray(j), int(n))
+        assert count > 1 and np.array_equal(got, expected)

@@ -45,6 +45,35 @@ _SIZE_BINS = [(2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 
               (129, 1024), (1025, None)]
 
 
+SMALL_EDGES = 100_000
+"""A components task with at most this many edges (and no earlier runs) runs without
+polars and scipy (~0.5 s of imports): a union-find and Python sorts, same files
+(tests/test_minhash.py checks they are byte-identical on both sides)."""
+
+
+def component_labels(a: np.ndarray, b: np.ndarray, nodes: int) -> np.ndarray:
+    """Connected components of the undirected graph of edges (a[i], b[i]) over `nodes`
+    nodes, labelled as scipy's `connected_components` labels them: in the order of each
+    component's smallest node."""
+    parent = list(range(nodes))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        rx, ry = root(x), root(y)
+        if rx < ry:
+            parent[ry] = rx
+        elif ry < rx:
+            parent[rx] = ry
+    roots = np.array([root(x) for x in range(nodes)], np.int64)
+    # every root is its component's smallest node: labels are the roots' dense ranks
+    return np.unique(roots, return_inverse=True)[1].astype(np.int32)
+
+
 def _rows(path: str) -> int:
     fs, local = storage.filesystem(path)
     return pq.read_metadata(local, filesystem=fs).num_rows
@@ -76,18 +105,20 @@ class Components:
         return (self.clusters_out, *self.decisions_out)
 
     def __call__(self) -> dict[str, Any]:
-        # Imported here: this module is loaded by every worker that runs a MinHash task
-        # and by the driver, and polars + scipy take ~0.3 s to import; one task uses them.
-        import polars as pl
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
         tables = [storage.read_parquet(p, ["a", "b"]) for p in self.edge_files]
         table = pa.concat_tables(tables)
         a, b = unique_pairs(table.column("a").to_numpy(), table.column("b").to_numpy())
         candidates = (sum(_rows(p) for p in self.candidate_files) if self.candidate_files
                       else int(a.size))
         verified = int(a.size)
+        if not self.earlier_files and a.size <= SMALL_EDGES:
+            return self._small(a, b, candidates, verified)
+        # Imported here: this module is loaded by every worker that runs a MinHash task
+        # and by the driver, and polars + scipy take ~0.3 s to import; one task uses them.
+        import polars as pl
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
         links = read_earlier_pairs(list(self.earlier_files))
         a = np.concatenate([a, links.column("b").to_numpy()])
         b = np.concatenate([b, earlier_nodes(links.column("run").to_numpy(),
@@ -150,6 +181,59 @@ class Components:
         storage.write_json_atomic(self.clusters_out, summary)
         return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
 
+    def _small(self, a: np.ndarray, b: np.ndarray, candidates: int,
+               verified: int) -> dict[str, Any]:
+        """`__call__` without earlier runs, for at most SMALL_EDGES edges: the same files
+        from a union-find and Python sorts, without polars' and scipy's imports."""
+        nodes = sorted_unique(np.concatenate([a, b]))
+        labels = component_labels(np.searchsorted(nodes, a), np.searchsorted(nodes, b),
+                                  int(nodes.size))
+        meta = self._meta_table(nodes)
+        keys = meta.column("key").to_numpy()
+        component = labels[np.searchsorted(nodes, keys)].tolist()
+        rows = list(zip(component, meta.column("stars").to_pylist(),
+                        meta.column("license_rank").to_pylist(), meta.column("id").to_pylist(),
+                        keys.tolist(), strict=True))
+        if self.keep_order == "stars":  # sort_keys("component", keep_order)
+            rows.sort(key=lambda r: (r[0], -r[1], -r[2], r[3]))
+        else:
+            rows.sort(key=lambda r: (r[0], -r[2], -r[1], r[3]))
+        clusters: list[tuple[str, str, int]] = []  # (kept_id, cluster, size) by component
+        decided: list[tuple[str, str, str, str, int]] = []  # (shard, id, kept_id, cluster, size)
+        start = 0
+        while start < len(rows):
+            end = start
+            while end < len(rows) and rows[end][0] == rows[start][0]:
+                end += 1
+            members = rows[start:end]
+            kept_id, cluster = members[0][3], min(r[3] for r in members)
+            clusters.append((kept_id, cluster, len(members)))
+            decided += [(self.shard_ids[r[4] >> 32], r[3], kept_id, cluster, len(members))
+                        for r in members if r[3] != kept_id]
+            start = end
+        partitions = len(self.decisions_out)
+        index = {shard: n for n, shard in enumerate(self.shard_ids)}
+        for part, path in enumerate(self.decisions_out):
+            mine = sorted(r for r in decided if index[r[0]] % partitions == part)
+            columns = list(zip(*mine, strict=True)) if mine else [[] for _ in range(5)]
+            out = pa.table([*(pa.array(list(c), t.type) for c, t in
+                              zip(columns, list(DECISION_SCHEMA)[:5], strict=True)),
+                            pa.nulls(len(mine), pa.string())], schema=DECISION_SCHEMA)
+            storage.write_parquet_atomic(path, out)
+        top = sorted(clusters, key=lambda c: (-c[2], c[1]))[:5]
+        summary = {
+            "candidate_pairs": int(candidates),
+            "verified_pairs": verified if self.candidate_files else None,
+            "clusters": len(clusters),
+            "documents_in_clusters": int(nodes.size),
+            "near_duplicates_removed": len(decided),
+            "cluster_sizes": size_histogram(np.array([c[2] for c in clusters], np.int64)),
+            "largest_clusters": [{"size": size, "kept_id": kept_id, "cluster": cluster}
+                                 for kept_id, cluster, size in top],
+        }
+        storage.write_json_atomic(self.clusters_out, summary)
+        return {"clusters": summary["clusters"], "removed": summary["near_duplicates_removed"]}
+
     def _of_earlier(self, b: np.ndarray, reached: np.ndarray) -> pl.DataFrame:
         """(key, id, kept_id, cluster, size, earlier) of this run's documents `b` whose
         components reach the earlier nodes `reached` (one per document)."""
@@ -183,6 +267,11 @@ class Components:
         """(key, id, stars, license_rank) of `keys`, sorted by key."""
         import polars as pl
 
+        frame = pl.from_arrow(self._meta_table(keys))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def _meta_table(self, keys: np.ndarray) -> pa.Table:
         wanted = pa.array(keys, pa.uint64())
         parts = []
         for path in self.meta_files:
@@ -191,6 +280,4 @@ class Components:
         table = pa.concat_tables(parts) if parts else pa.schema(
             [("key", pa.uint64()), ("id", pa.string()), ("stars", pa.int64()),
              ("license_rank", pa.int8())]).empty_table()
-        frame = pl.from_arrow(table.sort_by("key"))
-        assert isinstance(frame, pl.DataFrame)
-        return frame
+        return table.sort_by("key")
