@@ -2,9 +2,13 @@
 other published string column (`path`, `repo`, `url`, `license`, ...) rewritten.
 
 Emails, public IP addresses, keys/tokens and private key blocks become
-`<EMAIL>`, `<IP_ADDRESS>`, `<KEY>`, `<PRIVATE_KEY>` (rules in filters/pii.py).
+`<EMAIL>`, `<IP_ADDRESS>`, `<KEY>`, `<PRIVATE_KEY>` (rules in filters/pii/).
 The counts per kind go into the columns `pii_emails`, `pii_ip_addresses`,
 `pii_keys`, `pii_private_keys`, so stats can sum what was redacted.
+
+The rules (detect-secrets and its compiled patterns, ~0.25 s) are imported by `apply`
+alone: importing this module, as `inspect`, `explain` and every build's driver do, needs
+only the placeholders.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
-from ..filters.pii import PLACEHOLDERS, find_pii, redact
+from ..filters.pii.redact import PLACEHOLDERS, redact
 from .base import DocumentStage, ShardContext, StageParams, StageResult
-from .explain import Span
+from .explain import Span, WorkFiles
 from .hooks import StatsEntry
 
 COLUMNS = {"email": "pii_emails", "ip_address": "pii_ip_addresses", "key": "pii_keys",
@@ -61,7 +65,7 @@ class Pii(DocumentStage[PiiParams]):
         return [pa.field(column, pa.int32()) for column in COLUMNS.values()]
 
     @classmethod
-    def explain(cls, doc: dict[str, Any], entry: dict[str, Any], work: Any) -> list[str]:
+    def explain(cls, doc: dict[str, Any], entry: StatsEntry, work: WorkFiles) -> list[str]:
         """What the redaction took out of the document, per kind."""
         counts = {kind: doc.get(column) for kind, column in COLUMNS.items()}
         if all(v is None for v in counts.values()):
@@ -71,7 +75,7 @@ class Pii(DocumentStage[PiiParams]):
         return ["redacted " + ", ".join(lost) if lost else "nothing redacted"]
 
     @classmethod
-    def locate(cls, doc: dict[str, Any], entry: dict[str, Any]) -> list[Span]:
+    def locate(cls, doc: dict[str, Any], entry: StatsEntry) -> list[Span]:
         """The placeholders the redaction left in the kept text."""
         text = doc.get("text") or ""
         if not any(doc.get(column) for column in COLUMNS.values()):
@@ -82,6 +86,8 @@ class Pii(DocumentStage[PiiParams]):
         return sorted(spans, key=lambda s: s.start)[:5]
 
     def apply(self, docs: pa.Table, ctx: ShardContext) -> StageResult:
+        from ..filters.pii.find import find_pii  # here, not at import: see the docstring
+
         p = self.params
         counts: dict[str, list[int]] = {kind: [0] * docs.num_rows for kind in COLUMNS}
         paths = (docs.column("path").to_pylist() if "path" in docs.column_names

@@ -49,7 +49,7 @@ def test_every_package_folder_is_installed() -> None:
 # the run), so pipeline/ composes them by name; the stages a manifest may list are never
 # named there. A filter module imported from filters/ (pure functions: ingest's
 # code-language detector in filters/langid/, the redaction of published examples in
-# filters/pii.py) is not the stage of that name.
+# filters/pii/) is not the stage of that name.
 IMPLICIT = {"ingest", "tokenize", "mix"}
 
 

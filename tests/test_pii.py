@@ -15,7 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lemur_data.filters.pii import PLACEHOLDERS, find_pii, redact
+from lemur_data.filters.pii.find import find_pii
+from lemur_data.filters.pii.redact import PLACEHOLDERS, redact
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.pii import Pii, PiiParams
 from lemur_data.stages.storage import documents_table
@@ -174,6 +175,38 @@ def test_stage_rewrites_text_and_counts_per_kind() -> None:
     assert table.schema.field("text").type == pa.large_string()
     off = Pii(PiiParams(keys=False)).apply(docs, ShardContext("0", "", 0)).table
     assert secrets["GITHUB_TOKEN"][0] in off.column("text")[0].as_py()
+
+
+_LAZY_RULES_PROBE = """
+import sys
+from pathlib import Path
+from lemur_data.stages.base import ShardContext
+from lemur_data.stages.pii import Pii, PiiParams
+from lemur_data.stages.storage import documents_table
+RULES = ("detect_secrets", "ahocorasick", "lemur_data.filters.pii.find")
+text = Path(sys.argv[1]).read_text()
+kept = {"text": "<EMAIL> " + text + " <KEY>", "pii_emails": 1, "pii_keys": 1}
+hooks = [len(Pii.locate(kept, {})), Pii.explain(kept, {}, None)]  # workbench's hooks
+print(hooks, [m for m in RULES if m in sys.modules])
+docs = documents_table([{"id": "a", "text": text + " ops@corp-mail.io", "source": "s",
+                         "kind": "code"}])
+Pii(PiiParams()).apply(docs, ShardContext("0", "", 0))
+print([m for m in RULES if m in sys.modules])
+"""
+
+
+def test_the_stage_module_loads_the_rules_only_to_redact() -> None:
+    """Importing the stage and its workbench hooks (`locate`, `explain`: what `inspect`,
+    `explain` and a build's driver use) loads neither detect-secrets nor the compiled
+    rules; `apply` does."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _LAZY_RULES_PROBE,
+                          str(STDLIB / "dataclasses.py")],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "[2, ['redacted 1 email, 1 key']] []", out
+    assert out[1] == "['detect_secrets', 'ahocorasick', 'lemur_data.filters.pii.find']", out
 
 
 def test_build_reports_redaction_totals(ray_session, tmp_path: Path) -> None:

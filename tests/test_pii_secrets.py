@@ -13,9 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lemur_data.filters import secrets
-from lemur_data.filters.pii import find_pii, redact
-from lemur_data.filters.secrets import find_secrets
+from lemur_data.filters.pii import windows
+from lemur_data.filters.pii.find import find_pii
+from lemur_data.filters.pii.keyword_rule import KEYWORD_RULE
+from lemur_data.filters.pii.redact import redact
+from lemur_data.filters.pii.secret_rules import placeholder
+from lemur_data.filters.pii.secrets import find_secrets
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.pii import Pii, PiiParams
 from lemur_data.stages.storage import DOCUMENT_SCHEMA
@@ -178,10 +181,10 @@ def test_lowered_text_keeps_every_position() -> None:
     """The prefilter runs on the lowered text and its positions are used on the text: the
     characters whose lowercase is longer are all known (U+0130 only)."""
     longer = {chr(c) for c in range(0x110000) if len(chr(c).lower()) != 1}
-    assert longer == set(secrets.LONGER_LOWER)
+    assert longer == set(windows.LONGER_LOWER)
     text = "İstanbul: password = \"hunter2!x\"\n"
-    assert secrets.lower(text) == "istanbul: password = \"hunter2!x\"\n"
-    assert [text[f.start:f.end] for f in secrets.find_secrets(text, "a.py")] == ["hunter2!x"]
+    assert windows.lower(text) == "istanbul: password = \"hunter2!x\"\n"
+    assert [text[f.start:f.end] for f in find_secrets(text, "a.py")] == ["hunter2!x"]
 
 
 # Real files where detect-secrets' own KeywordDetector finds values (`password = "..."` in
@@ -216,11 +219,11 @@ def test_keyword_windows_find_what_detect_secrets_finds_line_by_line() -> None:
     compared = 0
     for name, text in documents:
         ours = {text[f.start:f.end] for f in find_secrets(text, name)
-                if f.rule == secrets.KEYWORD_RULE}
+                if f.rule == KEYWORD_RULE}
         for line in text.splitlines():
             for found in detector.analyze_line(filename=name, line=line, line_number=0):
                 value = found.secret_value
-                if (not value or secrets.placeholder(value)
+                if (not value or placeholder(value)
                         or heuristic.is_sequential_string(value)
                         or heuristic.is_indirect_reference(line)):
                     continue  # the heuristics both apply

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...filters.pii import find_pii, redact
+from ...filters.pii.find import find_pii
+from ...filters.pii.redact import redact
 from ..workbench.inspect import examples, pick
 from ..workbench.rundir import NotARunError, RunFolder
 

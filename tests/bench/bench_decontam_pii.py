@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from lemur_data.filters.decontaminate import BenchmarkMatcher, short_keys
-from lemur_data.filters.pii import find_pii
+from lemur_data.filters.pii.find import find_pii
 from lemur_data.stages.decontaminate.background import common_snippets, default_roots
 from lemur_data.stages.decontaminate.benchmarks import BENCHMARKS, load_benchmark, package_file
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from lemur_data.filters.pii import find_pii
+from lemur_data.filters.pii.find import find_pii
 from tests import pii_adversarial
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lemur_data.filters.pii import find_pii
+from lemur_data.filters.pii.find import find_pii
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.pii import Pii, PiiParams
 from lemur_data.stages.storage import DOCUMENT_SCHEMA
