@@ -100,7 +100,7 @@ def find_shaped_tokens(text: str, hits: dict[str, list[int]],
     triggered = sorted({index for lowered in _LITERALS.keys() & hits.keys()
                         for literal, index in _LITERALS[lowered]
                         if any(text.startswith(literal, at) for at in hits[lowered])})
-    groups = []
+    groups: list[list[Span]] = []
     for index in triggered:
         rule, _literals, pattern = _TOKENS[index]
         if work is not None:

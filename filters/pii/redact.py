@@ -23,7 +23,8 @@ class Span:
 
 def redact(text: str, spans: list[Span]) -> str:
     """`text` with each span (disjoint, in text order) replaced by its kind's placeholder."""
-    out, last = [], 0
+    out: list[str] = []
+    last = 0
     for span in spans:
         out.append(text[last:span.start])
         out.append(PLACEHOLDERS[span.kind])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import ahocorasick
 
@@ -45,12 +46,23 @@ _SPACE_RUNS = frozenset(i for i, rule in enumerate(RULES)
 _SPACES = re.compile(" {2,}")
 
 
-_KEYWORD = -1  # the automaton's value for a KeywordDetector word
+_KEYWORD = -1  # the rule index of a KeywordDetector word
 # private_keys.py finds the whole block (and PuTTY's), not only its first line
 _PRIVATE_KEY = next(i for i, rule in enumerate(RULES) if rule.name == "PrivateKeyDetector")
+# What the automaton holds for a literal (pyahocorasick is untyped): its length, the rules
+# it opens (indices into RULES, or _KEYWORD) and whether the caller asked for it (`also`).
+PrefilterEntry = tuple[int, tuple[int, ...], bool]
 
 
-def automaton(also: Iterable[str] = ()) -> ahocorasick.Automaton:
+class Prefilter(Protocol):
+    """What `find_secrets` uses of a pyahocorasick automaton (the package has no types)."""
+
+    def iter(self, text: str) -> Iterator[tuple[int, PrefilterEntry]]:
+        """(the end position of a literal found, its entry), in text order."""
+        ...
+
+
+def automaton(also: Iterable[str] = ()) -> Prefilter:
     """The prefilter: every rule's literals and KeywordDetector's words, and the caller's
     own literals `also` (lowercase), whose hits `find_secrets` hands back in one pass."""
     automaton = ahocorasick.Automaton()
@@ -64,7 +76,8 @@ def automaton(also: Iterable[str] = ()) -> ahocorasick.Automaton:
     for literal in extra:
         entries.setdefault(literal, set())
     for literal, indices in entries.items():
-        automaton.add_word(literal, (len(literal), tuple(sorted(indices)), literal in extra))
+        entry: PrefilterEntry = (len(literal), tuple(sorted(indices)), literal in extra)
+        automaton.add_word(literal, entry)
     automaton.make_automaton()
     return automaton
 
@@ -123,7 +136,7 @@ def _matches(index: int, text: str, lo: int, hi: int) -> Iterator[tuple[int, int
 
 
 def find_secrets(text: str, path: str | None = None, work: list[int] | None = None, *,
-                 prefilter: ahocorasick.Automaton = _TRIGGERS, lowered: str | None = None,
+                 prefilter: Prefilter = _TRIGGERS, lowered: str | None = None,
                  also: dict[str, list[int]] | None = None) -> Iterator[Found]:
     """Secrets in `text` by secret_rules.py's and keyword_rule.py's rules; `path` picks
     KeywordDetector's file type.
