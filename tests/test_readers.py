@@ -305,21 +305,6 @@ def test_a_zstd_file_that_lies_about_its_size_loses_nothing_silently(tmp_path: P
         assert kept == [r["text"] for r in records][:len(kept)]
 
 
-def test_a_remote_compressed_jsonl_is_one_unit_read_up_to_the_cap(tmp_path: Path) -> None:
-    """A URL (here file://) is not read to plan: one unit, its size estimated from the
-    first file's first 256 KiB, read up to 1000x its compressed size."""
-    records = [{"text": f.read_text(errors="replace")} for f in _stdlib_sources(100)]
-    write_jsonl(tmp_path / "code.jsonl", records)
-    plain = (tmp_path / "code.jsonl").read_bytes()
-    path = _compressed_copies(tmp_path, plain)["zst"]
-    source = {"name": "code", "kind": "code",
-              "reader": {"type": "jsonl", "paths": [f"file://{path}"]}}
-    units, table = units_and_tables(source, tmp_path, max_bytes=len(plain) // 4)
-    assert len(units) == 1 and units[0].payload["inflated"] == 1000 * path.stat().st_size
-    assert 0.7 * len(plain) < units[0].bytes_hint < 1.3 * len(plain)
-    assert table.column("text").to_pylist() == [r["text"] for r in records]
-
-
 def test_compressed_jsonl_planning_reads_headers_or_counts(tmp_path: Path) -> None:
     """zstd stating its size is planned from its frame and block headers; gzip and an
     unsized zstd are counted once, stopping at 1000x the compressed size."""

@@ -6,17 +6,22 @@ byte. A compressed file is cut the same way over its *decompressed* bytes (see
 `_inflated_size` for how that size is known at planning, and `_MAX_PARTS` for what a
 range past the first costs). A document's locator is the byte offset of its line
 (`path#@1234`, decompressed bytes for a compressed file), which does not depend on the
-cut.
+cut. A remote compressed file (`hf://`, `s3://`) is sized without reading it whole
+(`_remote_sizes`), its last unit reading on past that size by up to one unit.
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
+import hashlib
 import io
 import json
 import lzma
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any, Literal
 
 import fsspec
@@ -36,6 +41,7 @@ from .common import (
     decode_text,
     expand_paths,
     file_size,
+    stamp,
 )
 from .where import RowFilter
 
@@ -58,21 +64,27 @@ class JsonlReader(Reader[JsonlParams]):
 
     def plan(self, max_docs: int, max_bytes: int) -> list[InputUnit]:
         units: list[InputUnit] = []
-        expansion: dict[str, float] = {}  # remote files, by extension, from the first one
-        for path, rel in expand_paths(self.params.paths, self.where):
-            size = on_disk = file_size(path)
+        listed = [(path, rel, file_size(path))
+                  for path, rel in expand_paths(self.params.paths, self.where)]
+        # Remote compressed files: sized together, by a few ranged reads (_remote_sizes)
+        remote = _remote_sizes([(path, size) for path, _, size in listed
+                                if path.endswith(_COMPRESSED) and "://" in path],
+                               self.source.max_doc_bytes)
+        for path, rel, on_disk in listed:
+            size = on_disk
             # `bytes`: the file's size now; a read stops there, however the file grows
             payload: dict[str, Any] = {"path": path, "rel": rel, "bytes": on_disk}
-            if path.endswith(_COMPRESSED) and "://" in path:
-                # Not read to plan (59,166 SlimPajama files on the Hub would each cost
-                # requests or a download): one unit, read up to the bomb cap. Its size
-                # is estimated, for `lemur-data plan` only.
-                ext = path.rsplit(".", 1)[-1]
-                if ext not in expansion:
-                    expansion[ext] = _expansion(path)
+            end = None  # the last unit's end: the planned size, or the stream limit past it
+            if path in remote:
+                # Not read whole to plan (59,166 SlimPajama files on the Hub): sized from
+                # a header or a sample, the last unit reading on past that size by up to
+                # one unit's bytes (never past the bomb cap), one record for the rest.
+                size, estimated = remote[path]
                 cap = _bomb_cap(on_disk, self.source.max_doc_bytes)
-                payload |= {"inflated": cap, "capped": True}
-                parts, size = 1, min(cap, int(size * expansion[ext]))
+                parts = min(_MAX_PARTS, max(1, -(-size // max_bytes)))
+                end = min(cap, size + -(-size // parts))
+                payload |= ({"inflated": end} | ({"estimated": True} if estimated else {})
+                            | ({"capped": True} if end == cap else {}))
             elif path.endswith(_COMPRESSED):
                 # `inflated`: the decompressed bytes planned; a read stops there too
                 size, capped = _inflated_size(path, on_disk, self.source.max_doc_bytes)
@@ -81,8 +93,9 @@ class JsonlReader(Reader[JsonlParams]):
             else:
                 parts = max(1, -(-size // max_bytes))
             for k in range(parts):
-                ranged = payload | ({"start": size * k // parts,
-                                     "end": size * (k + 1) // parts} if parts > 1 else {})
+                last = end if end is not None and k == parts - 1 else size * (k + 1) // parts
+                ranged = payload | ({"start": size * k // parts, "end": last}
+                                    if parts > 1 else {})
                 units.append(InputUnit(self.source.name, len(units), ranged,
                                        bytes_hint=size // parts))
         return units
@@ -234,7 +247,8 @@ def _inflated_size(path: str, compressed: int, max_doc_bytes: int) -> tuple[int,
     writers do) is sized from its frame and block headers alone; libzstd checks each
     frame's stated size as it decompresses, so a lie is a read error. Other files (gzip,
     whose ISIZE is only the last member's size mod 2**32; bz2; xz; zstd without sizes)
-    are decompressed once here and counted. Either way the size stops at `_MAX_RATIO`
+    are decompressed once here and counted, the count kept by the file's stamp
+    (`_count_cache`) for the next `plan` or resume. Either way the size stops at `_MAX_RATIO`
     times the compressed size (at least 2x max_doc_bytes, one line at the limit): the
     count never decompresses more, and a file found longer when read has one record
     saying what was not read."""
@@ -242,6 +256,11 @@ def _inflated_size(path: str, compressed: int, max_doc_bytes: int) -> tuple[int,
     stated = _zstd_stated_size(path) if path.endswith((".zst", ".zstd")) else None
     if stated is not None:
         return min(stated, cap), stated > cap
+    cache = _count_cache(path, cap)
+    if cache is not None and cache.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            counted = int(json.loads(cache.read_text())["counted"])
+            return min(counted, cap), counted > cap
     counted = 0
     try:
         with fsspec.open(path, "rb") as raw, \
@@ -251,7 +270,29 @@ def _inflated_size(path: str, compressed: int, max_doc_bytes: int) -> tuple[int,
                 counted += len(chunk)
     except Exception:  # noqa: BLE001 - corrupt: planned up to the error, which the read names
         pass
+    if cache is not None:  # a convenience: a read-only cache folder costs the count again
+        with contextlib.suppress(OSError):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = cache.with_name(f".tmp-{os.getpid()}-{cache.name}")
+            temporary.write_text(json.dumps({"path": path, "counted": counted}))
+            os.replace(temporary, cache)
     return min(counted, cap), counted > cap
+
+
+def _count_cache(path: str, cap: int) -> Path | None:
+    """Where a local file's decompressed count is kept, keyed by its path, its stamp
+    (size, modification and change times, inode: any rewrite changes it) and the cap the
+    count stopped at; None for a file that cannot be stamped. `$LEMUR_DATA_CACHE/
+    jsonl-counts/`, else `~/.cache/lemur-data/jsonl-counts/`: `plan`, `build` and every
+    resume of a gzip, bz2 or xz input count it once, not each time."""
+    if "://" in path:
+        return None
+    mark = stamp(path)
+    if mark[0] is None:
+        return None
+    key = hashlib.sha256(json.dumps([os.path.realpath(path), mark, cap]).encode())
+    root = Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
+    return root / "jsonl-counts" / f"{key.hexdigest()[:32]}.json"
 
 
 def _bomb_cap(compressed: int, max_doc_bytes: int) -> int:
@@ -260,22 +301,116 @@ def _bomb_cap(compressed: int, max_doc_bytes: int) -> int:
     return max(_MAX_RATIO * compressed, 2 * max_doc_bytes)
 
 
-_SAMPLE_BYTES = 1 << 18
+_SAMPLE = 1 << 16
+"""Compressed bytes read from the head of a remote file that states no size, to estimate
+its decompressed size (exact for a file this small)."""
+_SAMPLE_MORE = 1 << 20
+"""The sample of a file whose first 64 KiB decompress to nothing: a bz2 block holds up to
+900 kB of input, a zstd block up to 128 KiB, before their first output."""
+_HEADER = 18
+"""The largest zstd frame header: magic (4), descriptor (1), window (1), dictionary id
+(up to 4), content size (up to 8) (RFC 8878 section 3.1.1)."""
+_FETCHES = 32
+"""Ranged reads at once for a filesystem without an async client (HfFileSystem)."""
 
 
-def _expansion(path: str) -> float:
-    """Decompressed bytes per compressed byte over the file's first 256 KiB (exact for a
-    smaller file; 1.0 if it can't be read): a remote file's size without reading it."""
-    head, out = b"", 0
+def _remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
+                  ) -> dict[str, tuple[int, bool]]:
+    """{path: (decompressed bytes to plan, True if only estimated)} for remote compressed
+    files, never reading one whole: one batch of ranged reads of each zstd file's first
+    18 bytes, whose frame header states the content size (the `zstd` CLI and
+    `ZstdCompressor.compress` write one frame that does), then one batch of the first
+    64 KiB of every other file, decompressed to estimate: the whole file if it is that
+    small, else twice the sample's ratio times the compressed size (text compresses
+    better further in, where the window holds more; a file found larger than its plan
+    has one record). A first frame stating less than 2x the file's compressed size is
+    taken for one of several frames (pzstd) and sampled instead."""
+    sized: dict[str, tuple[int, bool]] = {}
+    zstd = [(path, size) for path, size in files if path.endswith((".zst", ".zstd"))]
+    for (path, size), head in zip(zstd, _heads(zstd, _HEADER), strict=True):
+        stated = _first_frame_size(head)
+        if stated is not None and stated >= 2 * size:
+            sized[path] = (stated, False)
+    rest = [(path, size) for path, size in files if path not in sized]
+    for length in (_SAMPLE, _SAMPLE_MORE):
+        again: list[tuple[str, int]] = []
+        for (path, size), head in zip(rest, _heads(rest, length), strict=True):
+            planned = _sampled_size(path, head, size, max_doc_bytes)
+            if planned is None:
+                again.append((path, size))
+            else:
+                sized[path] = planned
+        rest = again
+    for path, size in rest:  # no output from its first MiB: planned up to the cap
+        sized[path] = (_bomb_cap(size, max_doc_bytes), True)
+    return sized
+
+
+def _heads(files: list[tuple[str, int]], length: int) -> list[bytes]:
+    """The first `length` bytes of each file (b"" where the read fails: the file's unit
+    names the failure when it reads), by the filesystem's batched `cat_ranges` where its
+    client is async (s3fs, gcsfs: concurrent requests), else `_FETCHES` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fsspec.core import url_to_fs
+
+    heads = [b""] * len(files)
+    groups: dict[int, tuple[Any, list[tuple[int, str, int]]]] = {}
+    for index, (path, size) in enumerate(files):
+        fs, bare = url_to_fs(path)
+        groups.setdefault(id(fs), (fs, []))[1].append((index, bare, min(size, length)))
+    for fs, items in groups.values():
+        bare, ends = [b for _, b, _ in items], [e for _, _, e in items]
+        if getattr(fs, "async_impl", False):
+            got = fs.cat_ranges(bare, [0] * len(items), ends, on_error="return")
+        else:
+            def one(item: tuple[str, int], fs: Any = fs) -> bytes | Exception:
+                try:
+                    return fs.cat_file(item[0], start=0, end=item[1])
+                except Exception as error:  # noqa: BLE001 - named when the unit reads
+                    return error
+            with ThreadPoolExecutor(_FETCHES) as pool:
+                got = list(pool.map(one, zip(bare, ends, strict=True)))
+        for (index, _, _), data in zip(items, got, strict=True):
+            heads[index] = data if isinstance(data, bytes) else b""
+    return heads
+
+
+def _first_frame_size(head: bytes) -> int | None:
+    """The content size a zstd frame header states, or None (unstated, or not zstd)."""
+    import zstandard
+
+    if len(head) < 6 or int.from_bytes(head[:4], "little") != _ZSTD_MAGIC:
+        return None
     try:
-        with fsspec.open(path, "rb") as raw:
-            head = raw.read(_SAMPLE_BYTES)
-        with _decompressed(_Bounded(io.BytesIO(head), None), path) as handle:
-            while out < 256 * _SAMPLE_BYTES and (chunk := handle.read1(1 << 16)):
+        stated = zstandard.get_frame_parameters(head).content_size
+    except zstandard.ZstdError:
+        return None
+    return None if stated == zstandard.CONTENTSIZE_UNKNOWN else stated
+
+
+def _sampled_size(path: str, head: bytes, size: int, max_doc_bytes: int,
+                  ) -> tuple[int, bool] | None:
+    """(decompressed bytes to plan, estimated?) from a file's first bytes: what they
+    decompress to if they are the whole file, else twice their ratio times its size;
+    at most the bomb cap either way (a sample past it counts no further). None if part
+    of a file decompresses to nothing: a larger sample is needed."""
+    cap = _bomb_cap(size, max_doc_bytes)
+    if size and not head:  # not readable now: planned up to the cap, in bounded units
+        return cap, True
+    out, ended = 0, False
+    try:
+        with _decompressed(_Bounded(io.BytesIO(head), None), path, max_doc_bytes) as handle:
+            while out <= cap and (chunk := handle.read1(min(1 << 20, cap + 1 - out))):
                 out += len(chunk)
-    except Exception:  # noqa: BLE001 - the sample ends mid-stream; what was read counts
+            ended = out <= cap
+    except Exception:  # noqa: BLE001 - the sample ends mid-stream: what it gave counts
         pass
-    return max(1.0, out / len(head)) if head else 1.0
+    if ended and len(head) == size:
+        return out, False
+    if not out:
+        return None
+    return min(cap, 2 * -(-out * size // max(1, len(head)))), True
 
 
 _ZSTD_MAGIC, _SKIPPABLE = 0xFD2FB528, 0x184D2A50
@@ -337,6 +472,8 @@ def _beyond(stream: IO[bytes] | io.BufferedIOBase, payload: Any, at: int) -> str
     why = (f"decompressed lines past {inflated:,} bytes, {_MAX_RATIO:,}x the file's "
            f"{payload['bytes']:,} compressed bytes (a decompression bomb?)"
            if payload.get("capped") else
+           f"decompresses past the {inflated:,} bytes planned (twice the estimate from "
+           "its first 64 KiB, plus one unit)" if payload.get("estimated") else
            f"decompresses past the {inflated:,} bytes planned (stated by its headers or "
            "counted at planning)")
     failed = f"; then the stream failed: {error}" if error else ""

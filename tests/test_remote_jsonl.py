@@ -1,0 +1,257 @@
+"""Remote compressed jsonl (`s3://` on a real S3-compatible server, moto_server on
+127.0.0.1; `file://` URLs for filesystems without an async client, as `hf://` is): cut
+into units of bounded decompressed bytes like a local file, planned from a few ranged
+reads, never a whole file; and the local gzip/bz2/xz count kept by the file's stamp."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import yaml
+
+from lemur_data.pipeline.manifest import parse_manifest
+from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.stages.readers import jsonl as jsonl_reader
+from lemur_data.stages.readers.common import InputUnit, document_id
+from tests.realdata import STDLIB, write_jsonl
+from tests.runs import digest
+from tests.s3server import TEST_CREDENTIALS, S3Server, s3_server
+from tests.test_cli import CLI, REPO
+from tests.test_readers import _compressed_copies, _stdlib_sources
+
+BUCKET = "corpus"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    with s3_server(tmp_path_factory.mktemp("s3") / "moto.log") as running:
+        running.client().create_bucket(Bucket=BUCKET)
+        yield running
+
+
+@pytest.fixture
+def s3_env(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """Credentials and endpoint in the environment, where s3fs (botocore) finds them."""
+    for key, value in {**TEST_CREDENTIALS, "AWS_ENDPOINT_URL": server.endpoint}.items():
+        monkeypatch.setenv(key, value)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # a new endpoint: not an old client's
+    return server
+
+
+def _plan_and_read(paths: list[str], folder: Path, max_bytes: int, **source: Any,
+                   ) -> tuple[list[InputUnit], pa.Table]:
+    manifest = parse_manifest({"name": "t", "sources": [
+        {"name": "code", "kind": "code", "columns": {"path": "path"}, **source,
+         "reader": {"type": "jsonl", "paths": paths}}]}, "m", folder)
+    spec = manifest.sources[0]
+    units = plan_units(spec.reader, spec.info(), 10**6, max_bytes)
+    return units, pa.concat_tables(read_unit(spec.reader, spec.info(), u) for u in units)
+
+
+def _corpus(folder: Path) -> tuple[list[dict[str, str]], bytes, list[int]]:
+    """Real stdlib files as jsonl records, the plain bytes, each line's offset."""
+    records = [{"text": f.read_text(errors="replace"), "path": str(f.relative_to(STDLIB))}
+               for f in _stdlib_sources(100)]
+    write_jsonl(folder / "code.jsonl", records)
+    plain = (folder / "code.jsonl").read_bytes()
+    lines = plain.splitlines(keepends=True)
+    return records, plain, list(itertools.accumulate(map(len, lines[:-1]), initial=0))
+
+
+class _Fetched:
+    """Bytes s3fs hands back, by call: ranged reads (`_cat_file`) and streamed reads."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import s3fs
+
+        self.ranged: list[int] = []
+        self.opened = 0
+        cat, opener = s3fs.S3FileSystem._cat_file, s3fs.S3FileSystem._open
+
+        async def counted_cat(fs: Any, *args: Any, **kwargs: Any) -> bytes:
+            data = await cat(fs, *args, **kwargs)
+            self.ranged.append(len(data))
+            return data
+
+        def counted_open(fs: Any, *args: Any, **kwargs: Any) -> Any:
+            self.opened += 1
+            return opener(fs, *args, **kwargs)
+
+        monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", counted_cat)
+        monkeypatch.setattr(s3fs.S3FileSystem, "_open", counted_open)
+
+
+def test_remote_compressed_jsonl_is_cut_into_bounded_units(
+        tmp_path: Path, s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind on S3 is planned from at most 18 bytes (a zstd stating its size) or its
+    first 64 KiB (1 MiB more for bz2), in units of at most `shard.max_bytes` decompressed
+    (the last reads on by at most one unit), and gives the local file's documents with
+    the same ids."""
+    records, plain, starts = _corpus(tmp_path)
+    copies = _compressed_copies(tmp_path, plain)
+    client = s3_env.client()
+    for path in copies.values():
+        client.upload_file(str(path), BUCKET, f"cut/{path.name}")
+    max_bytes = len(plain) // 5
+    for kind, path in copies.items():
+        assert path.stat().st_size > jsonl_reader._SAMPLE, kind  # sampled, not read whole
+        url = f"s3://{BUCKET}/cut/{path.name}"
+        fetched = _Fetched(monkeypatch)
+        manifest = parse_manifest({"name": "t", "sources": [
+            {"name": "code", "kind": "code", "columns": {"path": "path"},
+             "reader": {"type": "jsonl", "paths": [url]}}]}, "m", tmp_path)
+        spec = manifest.sources[0]
+        units = plan_units(spec.reader, spec.info(), 10**6, max_bytes)
+        # planning: ranged reads only, of a header or a sample, no file opened to stream
+        assert fetched.opened == 0, kind
+        # (bz2's first block is larger than 64 KiB compressed: a second sample, of 1 MiB)
+        assert sum(fetched.ranged) <= {"zst": 18, "bz2": 18 + 64 * 1024 + (1 << 20)}.get(
+            kind, 18 + 64 * 1024), (kind, fetched.ranged)
+        spans = [u.payload.get("end", u.payload["inflated"]) - u.payload.get("start", 0)
+                 for u in units]
+        assert len(units) > 1 and max(spans[:-1]) <= max_bytes, (kind, spans)
+        assert spans[-1] <= 2 * max(spans[:-1]), (kind, spans)
+        # exact: stated by zstd's header, or the bz2 sample is the whole file
+        exact = kind in ("zst", "bz2")
+        assert units[0].payload.get("estimated", False) is not exact, kind
+        if exact:  # the size, plus one unit the last may read on
+            assert units[0].payload["inflated"] == len(plain) + -(-len(plain) // len(units))
+        table = pa.concat_tables(read_unit(spec.reader, spec.info(), u) for u in units)
+        assert table.column("reason").null_count == table.num_rows, kind
+        assert table.column("text").to_pylist() == [r["text"] for r in records], kind
+        assert table.column("id").to_pylist() == [
+            document_id("code", f"{path.name}#@{offset}") for offset in starts], kind
+        # the same documents as the local copy, which is counted or sized exactly
+        local = _plan_and_read([str(path)], tmp_path, max_bytes)[1]
+        assert local.column("id").equals(table.column("id")), kind
+
+
+def test_a_remote_zstd_bomb_is_read_in_bounded_units_up_to_the_cap(
+        tmp_path: Path, s3_env: S3Server) -> None:
+    """One real document's line repeated to ~100 MB in a zstd of a few KB that states no
+    size: planned up to 1000x its compressed size in units of `shard.max_bytes`, each
+    holding only its range, and one record says why it stopped."""
+    import zstandard
+
+    raw_line = (json.dumps({"text": (STDLIB / "json" / "encoder.py").read_text()})
+                + "\n").encode()
+    bomb = tmp_path / "bomb.jsonl.zst"
+    with bomb.open("wb") as raw, zstandard.ZstdCompressor(
+            level=19, write_content_size=False).stream_writer(raw) as out:
+        for _ in range(8000):
+            out.write(raw_line)
+    size = bomb.stat().st_size
+    assert size < jsonl_reader._SAMPLE and size * 1000 < 8000 * len(raw_line)
+    s3_env.client().upload_file(str(bomb), BUCKET, "bomb/bomb.jsonl.zst")
+    cap = max(1000 * size, 2 << 20)
+    units, table = _plan_and_read([f"s3://{BUCKET}/bomb/bomb.jsonl.zst"], tmp_path, 4 << 20,
+                                  max_doc_bytes="1MiB")
+    assert len(units) == min(jsonl_reader._MAX_PARTS, -(-cap // (4 << 20))) > 1
+    assert units[-1].payload["inflated"] == cap and units[-1].payload["capped"]
+    rows = table.to_pylist()
+    assert [r["reason"] for r in rows[:-1]] == [None] * (cap // len(raw_line))
+    assert rows[-1]["reason"] == "unreadable_file"
+    assert "a decompression bomb?" in rows[-1]["detail"], rows[-1]["detail"]
+
+
+def test_a_url_without_an_async_client_is_planned_the_same_way(tmp_path: Path) -> None:
+    """`file://` (no async client, as HfFileSystem; its reads go to threads): a zstd
+    stating its size is cut as a local one, a gzip by twice its sample's estimate."""
+    records, plain, _ = _corpus(tmp_path)
+    copies = _compressed_copies(tmp_path, plain)
+    for kind in ("zst", "gz"):
+        units, table = _plan_and_read([f"file://{copies[kind]}"], tmp_path, len(plain) // 4)
+        estimated = units[0].payload.get("estimated", False)
+        assert estimated is (kind == "gz")
+        assert len(units) in ((8, 9, 10) if estimated else (4, 5)), (kind, len(units))
+        assert table.column("text").to_pylist() == [r["text"] for r in records], kind
+
+
+@pytest.mark.slow
+def test_a_remote_build_is_the_same_for_any_worker_count_and_after_a_kill(
+        tmp_path: Path, s3_env: S3Server) -> None:
+    """A build reading two S3 compressed files in many units: byte-identical run files
+    with 1 and 2 workers, and after a kill at the first marker and a resume."""
+    from tests.test_run_dir import _kill_after_first_marker
+
+    records, plain, _ = _corpus(tmp_path)
+    copies = _compressed_copies(tmp_path, plain)
+    client = s3_env.client()
+    for kind in ("zst frames", "gz"):
+        client.upload_file(str(copies[kind]), BUCKET, f"build/{copies[kind].name}")
+    manifest = {"name": "remote", "stages": [], "shard": {"max_bytes": len(plain) // 6},
+                "sources": [{"name": "code", "kind": "code", "columns": {"path": "path"},
+                             "reader": {"type": "jsonl", "paths": [
+                                 f"s3://{BUCKET}/build/*.jsonl.*"]}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # s3_env's too
+    runs: dict[str, dict[str, str]] = {}
+    for name, workers in (("one", "1"), ("two", "2")):
+        args = ["build", "-m", str(tmp_path / "m.yaml"), "--run-dir", str(tmp_path / name),
+                "--progress", "none", "--workers", workers]
+        done = subprocess.run([*CLI, *args], cwd=REPO, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        runs[name] = digest(tmp_path / name)
+    assert runs["one"] == runs["two"]
+    stats = json.loads((tmp_path / "one" / "stats.json").read_text())
+    assert stats["output"]["docs"] == 2 * len(records) and len(stats["output"]["shards"]) > 6
+    args = ["build", "-m", str(tmp_path / "m.yaml"), "--run-dir", str(tmp_path / "killed"),
+            "--progress", "none", "--workers", "1"]
+    _kill_after_first_marker(args, tmp_path / "killed")
+    resumed = subprocess.run([*CLI, *args], cwd=REPO, env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert digest(tmp_path / "killed") == runs["one"]
+
+
+def test_a_local_count_is_kept_by_the_files_stamp(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """gzip, bz2, xz and unsized zstd are decompressed to count them at the first plan
+    only: a second plan reads the count kept under $LEMUR_DATA_CACHE; a rewrite of the
+    file (a new stamp) is counted again."""
+    monkeypatch.setenv("LEMUR_DATA_CACHE", str(tmp_path / "cache"))
+    _, plain, _ = _corpus(tmp_path)
+    copies = _compressed_copies(tmp_path, plain)
+    counted: list[int] = []
+    real = jsonl_reader._decompressed
+
+    def counting(raw: Any, path: str, *args: Any) -> Any:
+        stream = real(raw, path, *args)
+        read1 = stream.read1
+
+        def measured(size: int = -1) -> bytes:
+            chunk = read1(size)
+            counted.append(len(chunk))
+            return chunk
+        stream.read1 = measured
+        return stream
+
+    monkeypatch.setattr(jsonl_reader, "_decompressed", counting)
+    counts = ("gz", "bz2", "xz", "zst frames")
+    paths = [str(copies[kind]) for kind in counts]
+    plan = lambda: _plan_and_read_units(paths, tmp_path, len(plain) // 3)  # noqa: E731
+    first = plan()
+    assert sum(counted) == len(counts) * len(plain)  # each decompressed once, whole
+    counted.clear()
+    assert plan() == first and sum(counted) == 0  # the second plan decompresses nothing
+    gz = copies["gz"]
+    gz.write_bytes(gz.read_bytes())  # same bytes, a new change time: counted again
+    assert plan() == first and sum(counted) == len(plain)
+    assert len(list((tmp_path / "cache" / "jsonl-counts").glob("*.json"))) == len(counts) + 1
+
+
+def _plan_and_read_units(paths: list[str], folder: Path, max_bytes: int) -> list[dict]:
+    manifest = parse_manifest({"name": "t", "sources": [
+        {"name": "code", "kind": "code", "reader": {"type": "jsonl", "paths": paths}}]},
+        "m", folder)
+    spec = manifest.sources[0]
+    return [u.payload for u in plan_units(spec.reader, spec.info(), 10**6, max_bytes)]
