@@ -316,6 +316,7 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
     counts: dict[str, int] | None = budget.pilot_counts(manifest, orders)
     pilot: budget.RoundResult | None = None
     number = 0
+    tokenized: list[str] = []  # each round's tokenized shards, newest first
     while True:
         assert counts is not None
         runner.reset()
@@ -324,7 +325,9 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
         # round 0, the pilot, measures the yield through the document stages only (its
         # first step is every round's); the output comes from a round with them all
         plan = plan_run(manifest, run_dir, prefix, scope=f"rounds/{number}",
-                        documents_only=pilot is None)
+                        documents_only=pilot is None, earlier_tokens=tuple(tokenized))
+        if plan.tokens_dir:
+            tokenized.insert(0, plan.tokens_dir)
         *steps, mix = plan.steps
         for step in steps:
             runner.step(step)

@@ -80,6 +80,8 @@ class RunPlan:
     units: dict[str, list[InputUnit]]
     steps: list[Step] = field(default_factory=list)
     output_shards: dict[str, str] = field(default_factory=dict)
+    tokens_dir: str = ""
+    """The folder of the step that tokenizes (its shards hold the token ids), if any."""
 
 
 def list_units(manifest: Manifest, full: bool = False) -> dict[str, list[InputUnit]]:
@@ -96,7 +98,7 @@ def list_units(manifest: Manifest, full: bool = False) -> dict[str, list[InputUn
 
 def plan_run(manifest: Manifest, run_dir: str,
              units: dict[str, list[InputUnit]] | None = None, scope: str = "",
-             documents_only: bool = False) -> RunPlan:
+             documents_only: bool = False, earlier_tokens: tuple[str, ...] = ()) -> RunPlan:
     """The run's steps; `units` (from `list_units`) may be given to avoid listing twice.
 
     `scope` (a round's folder, `rounds/<r>`) holds every step after the first, which
@@ -104,7 +106,9 @@ def plan_run(manifest: Manifest, run_dir: str,
     `documents_only` (a `read: needed` pilot) leaves the global stages out but for the
     mix: the first step is the same, then only tokenize (the document stages after a
     global one are left out too: what they remove is the read margin's to cover, as
-    dedup's is, and their work on the pilot would be redone)."""
+    dedup's is, and their work on the pilot would be redone).
+    `earlier_tokens`: earlier rounds' `tokens_dir`s, newest first: the tokenizing step
+    reuses their token ids for documents of the same id and text (ShardContext.earlier)."""
     layout = RunLayout(run_dir)
     units = list_units(manifest) if units is None else units
     plan = RunPlan(manifest, layout, units)
@@ -129,7 +133,9 @@ def plan_run(manifest: Manifest, run_dir: str,
         outputs = {}
         for shard_id, source in inputs.items():
             out = storage.join(out_dir, f"shard-{shard_id}.parquet")
-            ctx = ShardContext(shard_id, run_dir, manifest.seed)
+            earlier = tuple(storage.join(folder, f"shard-{shard_id}.parquet")
+                            for folder in earlier_tokens) if last else ()
+            ctx = ShardContext(shard_id, run_dir, manifest.seed, earlier=earlier)
             task = FusedShardTask(shard_id, source, list(pending), out,
                                   storage.join(removed_dir, f"shard-{shard_id}.parquet"), ctx,
                                   profile=last, profilers=profilers if last else ())
@@ -171,6 +177,8 @@ def plan_run(manifest: Manifest, run_dir: str,
         names.append(tokenize.name)
     if pending or not plan.steps:
         close_group(last=True)
+        if tokenize is not None:
+            plan.tokens_dir = plan.steps[-1].out_dir
     plan.output_shards = {k: v for k, v in inputs.items() if isinstance(v, str)}
     mix = _mix_stage(manifest, layout)
     if mix is not None:

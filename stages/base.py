@@ -87,6 +87,11 @@ class ShardContext:
     run_dir: str
     seed: int
     work_dir: str = ""
+    earlier: tuple[str, ...] = ()
+    """This shard's outputs of earlier `read: needed` rounds that hold the columns a stage
+    of this step adds, newest first (files that may not exist: a round may not have read
+    the shard). A stage may take its values from there for a document of the same id and
+    text instead of computing them again (tokenize does)."""
 
 
 @dataclass

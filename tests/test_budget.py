@@ -83,6 +83,55 @@ def text_of(run: Path) -> dict[str, str]:
     return out
 
 
+def tokens_reused(run: Path, rounds: int) -> int:
+    """Documents of the last round's tokenized shards that an earlier round's tokenized
+    shards hold with the same text (whose ids the last round reused); checks every
+    document's ids are those of encoding its text, reused or not."""
+    from lemur_data.stages.tokenize.stage import earlier_ids, encode_documents
+    from lemur_data.stages.tokenize.tokenizer import TokenizerConfig, load_tokenizer
+
+    config = TokenizerConfig()
+    tokenizer = load_tokenizer(config)
+    reused = 0
+    shards = sorted((run / "rounds" / str(rounds - 1) / "stages").glob("*tokenize/*.parquet"))
+    assert shards
+    for shard in shards:
+        table = pq.read_table(shard, columns=["id", "text", "token_ids"])
+        texts = table.column("text").to_pylist()
+        assert table.column("token_ids").to_pylist() == encode_documents(
+            tokenizer, texts, config).to_pylist()
+        earlier = tuple(str(p) for r in reversed(range(rounds - 1))
+                        for p in (run / "rounds" / str(r) / "stages").glob(
+                            f"*tokenize/{shard.name}"))
+        found = earlier_ids(earlier, table.column("id").to_pylist(), texts)
+        reused += sum(at >= 0 for at in found[1]) if found else 0
+    return reused
+
+
+def test_the_last_round_is_given_earlier_rounds_token_ids(tmp_path: Path) -> None:
+    """The tokenizing step of a round after the pilot is handed each shard's tokenized
+    file of the earlier rounds (newest first), and no other step is."""
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.pipeline.planner import list_units, plan_run
+
+    folder = write_units(tmp_path / "prose", [perturbed_prose(DOCS, seed=i) for i in range(3)])
+    built = parse_manifest(manifest(folder, "needed"), base_dir=tmp_path)
+    units = list_units(built)
+    run = str(tmp_path / "run")
+    pilot = plan_run(built, run, units, scope="rounds/0", documents_only=True)
+    later = plan_run(built, run, units, scope="rounds/1", earlier_tokens=("B", pilot.tokens_dir))
+    assert pilot.tokens_dir == f"{run}/rounds/0/stages/02-tokenize"
+    assert later.tokens_dir == later.steps[-2].out_dir
+    assert "tokenize" in later.steps[-2].stage_names
+    for step in later.steps:
+        for task in (t.run for phase in step.phases for t in phase.tasks):
+            if step.out_dir != later.tokens_dir:
+                assert getattr(task, "ctx", None) is None or task.ctx.earlier == ()
+                continue
+            shard = f"shard-{task.shard_id}.parquet"
+            assert task.ctx.earlier == (f"B/{shard}", f"{pilot.tokens_dir}/{shard}")
+
+
 @pytest.fixture(scope="module")
 def late_duplicates(tmp_path_factory) -> Path:
     """Units 2-4 of the read order repeat the pilot's documents; the rest are new."""
@@ -164,6 +213,8 @@ def test_short_component_reads_a_further_round(ray_session, late_duplicates: Pat
     assert "Input read" in (tmp_path / "w1" / "report.html").read_text()
     card = (tmp_path / "w1" / "README.md").read_text()
     assert "Only what the mixture uses was read" in card and f"| prose | {share} |" in card
+    # the last round's ids are exact, and it had earlier rounds' ids to reuse
+    assert tokens_reused(tmp_path / "w1", read["rounds"]) > 0
     # determinism: 2 workers, and a run killed mid-way and resumed, give the same bytes
     run_build(raw, late_duplicates, tmp_path / "w2", workers=2)
     expected = same_bytes(tmp_path / "w1")

@@ -150,3 +150,54 @@ def test_package_file_errors_name_the_problem() -> None:
         package_file("no_such_package_xyz:data/t.model")
     with pytest.raises(FileNotFoundError, match="no file"):
         package_file("mistral_common:data/missing.model")
+
+
+def test_earlier_rounds_ids_are_reused_only_for_the_same_id_and_text(tmp_path: Path) -> None:
+    """`read: needed`'s last round takes the ids of earlier rounds' files (newest first)
+    for documents of the same id and text; edited texts (as PII redaction edits them),
+    new documents and rows no earlier file holds are encoded. The shard written is
+    byte-identical to encoding everything."""
+    import pyarrow.parquet as pq
+
+    from lemur_data.stages.tokenize.stage import earlier_ids
+
+    texts = (_stdlib_texts("email", 60) + _stdlib_texts("asyncio", 60))[:60]
+    assert len(texts) == 60
+    stage = Tokenize(TokenizeParams())
+    stage.setup()
+    full = stage.apply(_docs(texts), CTX).table
+    # the pilot tokenized the first 40 documents; a later round 20-49, two of them edited
+    pilot, later = full.slice(0, 40), full.slice(20, 30)
+    edited = later.column("text").to_pylist()
+    edited[3] = edited[3].replace("import", "from x import", 1)
+    edited[7] = edited[7][: len(edited[7]) // 2]
+    later = later.set_column(1, "text", pa.array(edited, later.schema.field("text").type))
+    for name, table in (("pilot", pilot), ("later", later)):
+        pq.write_table(table.select(["id", "text", "token_ids"]), tmp_path / f"{name}.parquet")
+    paths = (str(tmp_path / "later.parquet"), str(tmp_path / "missing.parquet"),
+             str(tmp_path / "pilot.parquet"))
+    # this round: in another order, documents 50-59 never tokenized before, and 5 and 44
+    # edited since
+    now = list(texts)
+    now[5], now[44] = now[5] + "\n# edited\n", now[44].replace("def ", "def  ", 1)
+    order = [*range(59, -1, -3), *range(58, -1, -3), *range(57, -1, -3)]
+    docs = _docs([now[i] for i in order]).set_column(
+        0, "id", pa.array([str(i) for i in order]))
+    found = earlier_ids(paths, docs.column("id").to_pylist(), docs.column("text").to_pylist())
+    assert found is not None
+    where = found[1]
+    reused = {order[n]: at for n, at in enumerate(where) if at >= 0}
+    assert set(reused) == set(range(50)) - {5, 44}
+    # the later round's file is read first: its 27 matches (20-49 but 23 and 27, which
+    # it holds edited, and 44, edited since) come first; 23 and 27 come from the pilot's
+    assert sorted(d for d, at in reused.items() if at < 27) == sorted(
+        set(range(20, 50)) - {23, 27, 44})
+    assert min(reused[23], reused[27]) >= 27
+    expected = stage.apply(docs, CTX).table
+    got = stage.apply(docs, ShardContext("s", "/nonexistent", 0, earlier=paths)).table
+    assert got.equals(expected)
+    for name, table in (("expected", expected), ("got", got)):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    assert (tmp_path / "got.parquet").read_bytes() == (tmp_path / "expected.parquet").read_bytes()
+    # nothing earlier: encoded as always
+    assert earlier_ids((str(tmp_path / "missing.parquet"),), ["0"], [texts[0]]) is None

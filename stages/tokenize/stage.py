@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import PositiveInt
 
+from .. import storage
 from ..base import DocumentStage, ShardContext, StageParams, StageResult
 from ..hooks import Cost, CostInput
 from .tokenizer import TextTokenizer, TokenizerConfig, load_tokenizer
@@ -85,11 +86,67 @@ class Tokenize(DocumentStage[TokenizeParams]):
         if self.tokenizer is None:
             self.setup()
         assert self.tokenizer is not None
-        ids = encode_documents(self.tokenizer, docs.column("text").to_pylist(),
-                               self.params.tokenizer, self.params.batch_docs)
+        texts = docs.column("text").to_pylist()
+        reused = earlier_ids(ctx.earlier, docs.column("id").to_pylist(), texts)
+        if reused is None:
+            ids = encode_documents(self.tokenizer, texts, self.params.tokenizer,
+                                   self.params.batch_docs)
+        else:
+            known, where = reused
+            missing = [n for n, at in enumerate(where) if at < 0]
+            fresh = encode_documents(self.tokenizer, [texts[n] for n in missing],
+                                     self.params.tokenizer, self.params.batch_docs)
+            # rows of concat(known, fresh) in document order: the ids of full encoding
+            order = np.asarray(where, np.int64)
+            order[missing] = len(known) + np.arange(len(missing))
+            pool = pa.concat_arrays([known.cast(fresh.type), fresh])
+            ids = _offsets_from_zero(pool.take(pa.array(order)))
         table = docs.append_column(TOKEN_IDS, ids)
         table = table.append_column(TOKENS, ids.value_lengths().cast(pa.int64()))
         return StageResult.keep_all(table)
+
+
+def earlier_ids(paths: tuple[str, ...], ids: list[str], texts: list[str]
+                ) -> tuple[pa.ListArray, list[int]] | None:
+    """Token ids an earlier round (`paths`, newest first) computed for these documents:
+    (its token_ids, and per document the row there, -1 for none). A row counts only for
+    the same id and the same text, so the ids are the ones encoding gives. None when no
+    earlier file exists or matches."""
+    wanted = dict(zip(ids, range(len(ids)), strict=True))
+    where = [-1] * len(ids)
+    found: list[pa.Array] = []
+    base = 0
+    for path in paths:
+        if not storage.exists(path):
+            continue
+        earlier = storage.read_parquet(path, ["id", "text", TOKEN_IDS])
+        rows = []
+        for row, (doc_id, text) in enumerate(zip(earlier.column("id").to_pylist(),
+                                                 earlier.column("text").to_pylist(),
+                                                 strict=True)):
+            n = wanted.get(doc_id)
+            if n is not None and where[n] < 0 and texts[n] == text:
+                where[n] = base + len(rows)
+                rows.append(row)
+        if rows:
+            found.append(earlier.column(TOKEN_IDS).take(pa.array(rows, pa.int64()))
+                         .combine_chunks())
+            base += len(rows)
+        if all(at >= 0 for at in where):
+            break
+    if not found:
+        return None
+    return pa.concat_arrays(found), where
+
+
+def _offsets_from_zero(lists: pa.Array) -> pa.ListArray:
+    """`lists` rebuilt from its values: offsets from 0, as `encode_documents` makes them."""
+    assert isinstance(lists, pa.ListArray)
+    flat = lists.flatten()
+    lengths = lists.value_lengths().to_numpy(zero_copy_only=False)
+    offsets = np.zeros(len(lists) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), flat)
 
 
 def token_dtype(tokenizer: TextTokenizer) -> np.dtype:
