@@ -400,16 +400,16 @@ print("FIXED", parse_manifest(base, "m", None).fingerprint())
 
 @pytest.mark.slow
 def test_code_language_on_a_second_set_of_packages() -> None:
-    """go-enry on 2,175 files in 234 languages from packages no list holds: Debian
+    """go-enry on 2,176 files in 233 languages from packages no list holds: Debian
     packages of one language each and Pygments' example files, each labelled by what
-    its package states (tests/calibration/langid_second.py). Measured 0.9697: below the
-    0.97 the issue asks; the misses are go-enry's own (docs/stages.md)."""
+    its package states (tests/calibration/langid_second.py). Measured 0.9701 (the issue
+    asks 0.97); the misses are go-enry's own (docs/stages.md)."""
     from tests.calibration import langid_second
 
     right, total, wrong = langid_second.measure()
     files = sum(total.values())
     assert files >= 2000 and len(total) >= 100, (files, len(total))
-    assert sum(right.values()) / files >= 0.965, (sum(right.values()) / files, wrong[:20])
+    assert sum(right.values()) / files >= 0.97, (sum(right.values()) / files, wrong[:20])
     for language, count in total.items():
         if count >= 20:  # Octave's `.m` files: 74% MATLAB, the rest M (MUMPS) and others
             assert right[language] / count >= 0.7, (language, right[language], count)
@@ -492,3 +492,77 @@ def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
         assert table.get("Mathematica").max_line_length == 7
         assert table.get("wolfram language").max_line_length == 7
         assert table.get("Coq").max_line_length == 1000
+
+
+# The Stack v1 (bigcode/the-stack-dedup) `lang` values linguist no longer has, each with a
+# real file (Pygments' examples) in one of the extensions v1 gave it and the path it is
+# stored under -> the name The Stack v2 and go-enry give.
+STACK_V1_FILES = [
+    ("FORTRAN", "fortranfixed/ahcon.f", "ahcon.f", "Fortran"),
+    ("Matlab", "matlab/matlab_sample", "sample.matlab", "MATLAB"),
+    ("Perl6", "perl6/test.p6", "test.p6", "Raku"),
+    ("VimL", "vim/phpcomplete.vim", "phpcomplete.vim", "Vim Script"),
+    ("Bro", "zeek/test.bro", "test.bro", "Zeek"),
+    ("Cucumber", "cucumber/example.feature", "example.feature", "Gherkin"),
+    ("PAWN", "pawn/test.pwn", "test.pwn", "Pawn"),
+    ("Nimrod", "nim/example.nim", "example.nim", "Nim"),
+    ("JSX", "jsx/general.jsx", "general.jsx", "JavaScript"),
+    ("Arduino", "arduino/Blink.ino", "Blink.ino", "C++"),
+    ("MediaWiki", "wikitext/article_france.wikitext", "article_france.mediawiki", "Wikitext"),
+    ("RHTML", "rhtml/example.rhtml", "example.rhtml", "HTML+ERB"),
+]
+
+
+def test_the_stack_v1_names_meet_the_stack_v2_names(tmp_path: Path) -> None:
+    """A source laid out as The Stack v1 (bigcode/the-stack-dedup's columns) whose `lang`
+    column carries v1's names (bigcode-dataset's language selection: FORTRAN, Perl6,
+    VimL, ...) reads them as The Stack v2's, the names go-enry gives the same files, so
+    `code.keep` in v2's names keeps them; a v1 name with no one successor (Visual Basic)
+    stays as written. Groff is Roff by linguist's alias (go-enry calls a man page Roff
+    Manpage, so the row is not compared with detection)."""
+    from lemur_data.filters.langid.code import STACK_V1_NAMES, stack_name
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.stages.ingest import plan_units, read_unit
+    from tests.test_lemur_sources import STACK_SCHEMA
+
+    examples = fixture("pygments") / "pygments-2.18.0/tests/examplefiles"
+    files = [*STACK_V1_FILES, ("Groff", "groff/perlfunc.1", "perlfunc.1", "Roff"),
+             ("Visual Basic", "vb.net/vbnet_test.bas", "vbnet_test.bas", "Visual Basic")]
+    rows = []
+    for i, (v1, example, name, _) in enumerate(files):
+        content = (examples / example).read_text()
+        rows.append({"hexsha": f"{i:040x}", "size": len(content.encode()),
+                     "ext": name.rpartition(".")[2], "lang": v1,
+                     "max_stars_repo_path": f"src/{name}",
+                     "max_stars_repo_name": "pygments/pygments",
+                     "max_stars_repo_head_hexsha": "0" * 40,
+                     "max_stars_repo_licenses": ["BSD-2-Clause"], "max_stars_count": i,
+                     "content": content, "avg_line_length": 30.0, "max_line_length": 99,
+                     "alphanum_fraction": 0.7})
+    path = tmp_path / "the-stack-dedup/data/mixed/data-00000-of-00001.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=STACK_SCHEMA), path)
+    manifest = parse_manifest({"name": "v1", "sources": [
+        {"name": "stack-v1", "kind": "code", "reader": {"type": "parquet", "paths": [str(path)]},
+         "columns": {"text": "content", "path": "max_stars_repo_path",
+                     "repo": "max_stars_repo_name", "stars": "max_stars_count",
+                     "license": "max_stars_repo_licenses", "lang": "lang"}},
+        {"name": "vim", "kind": "code", "lang": "VimL",
+         "reader": {"type": "files", "paths": [str(examples / "vim/phpcomplete.vim")]}}]},
+        "m", tmp_path)
+    assert manifest.sources[1].lang == "Vim Script"
+    docs = pa.concat_tables(
+        read_unit(s.reader, s.info(), unit) for s in manifest.sources
+        for unit in plan_units(s.reader, s.info(), 100, 2**30))
+    docs = docs.drop_columns([c for c in docs.column_names
+                              if c not in documents_table([]).column_names])
+    assert docs.column("lang").to_pylist() == [v2 for *_, v2 in files] + ["Vim Script"]
+    for (v1, _, name, v2), doc in zip(STACK_V1_FILES, docs.to_pylist()[:len(STACK_V1_FILES)],
+                                      strict=True):
+        assert STACK_V1_NAMES[v1] == stack_name(v1.lower()) == v2
+        assert detect_code_language(doc["path"], doc["text"].encode()) == v2, name
+
+    keep = sorted({v2 for *_, v2 in files} - {"Visual Basic"})
+    stage = LangId(LangIdParams.model_validate({"code": {"keep": keep}}))
+    assert stage.apply(docs, CTX).reasons.to_pylist() == (
+        [None] * (len(files) - 1) + ["language_not_kept", None])

@@ -23,10 +23,11 @@ Both are tested on real files (tests/test_langid.py) and listed in docs/stages.m
 Names are The Stack v2's, wherever a label comes from. enry-python's linguist data
 renamed five languages since the go-enry (linguist 7.27) The Stack v2 was labelled
 with: `RENAMED` maps each new name to The Stack's, and `stack_name` gives The Stack's
-spelling for either (any case). Detection, `language_by_name` and
-`language_by_extension` answer in The Stack's names; ingest applies `stack_name` to
-every code document's `lang` (a mapped column, `lang:`), so a Stack v2 file labelled
-Coq and a `.v` file go-enry places meet under one name. `stack_name` needs no
+spelling for either (any case). The Stack v1's `lang` column has older names still
+(`VimL`, `Perl6`, `FORTRAN`): `STACK_V1_NAMES` maps them too. Detection,
+`language_by_name` and `language_by_extension` answer in The Stack's names; ingest
+applies `stack_name` to every code document's `lang` (a mapped column, `lang:`), so a
+Stack v2 file labelled Coq and a `.v` file go-enry places meet under one name. `stack_name` needs no
 go-enry, so labels are the same on every machine.
 
 enry-python ships wheels for x86_64 Linux and macOS only. Elsewhere (Linux
@@ -64,8 +65,26 @@ RENAMED = {"Rocq Prover": "Coq", "FreeBASIC": "FreeBasic", "Wolfram Language": "
 Genero Forms became Genero 4gl and Genero per in linguist 7.28 under the same
 LanguageID, the other three after linguist 9.0). The Stack's names are the canonical set: its
 `language` column carries them, and so do the presets' and users' manifests."""
+STACK_V1_NAMES = {
+    # linguist's own aliases (go-enry's data/alias.go at 40f2a1e) name the successor:
+    "Bro": "Zeek", "Cucumber": "Gherkin", "FORTRAN": "Fortran", "GAS": "Unix Assembly",
+    "Groff": "Roff", "Matlab": "MATLAB", "MediaWiki": "Wikitext", "Octave": "MATLAB",
+    "PAWN": "Pawn", "Perl6": "Raku", "RHTML": "HTML+ERB", "VimL": "Vim Script",
+    # no alias, but every extension The Stack v1 gave the name has this one language in
+    # go-enry's data/extension.go at 40f2a1e (.ino, .jsx, .jade, .kicad_pcb, .nim, .rl):
+    "Arduino": "C++", "JSX": "JavaScript", "Jade": "Pug", "KiCad": "KiCad Layout",
+    "Nimrod": "Nim", "Ragel in Ruby Host": "Ragel"}
+"""The Stack v1's name -> The Stack v2's, for the 18 of v1's 22 `lang` values that are no
+linguist 7.27 name. v1's names are the keys of bigcode-project/bigcode-dataset
+`language_selection/programming-languages-to-file-extensions.json` (The Stack 1.1's
+language selection; `preprocessing/filtering.py` `language_format_from_dataset` reads
+the dataset's `lang` field in that spelling: `C#`, `F#`, names with spaces). The other
+four have no one successor and stay as written: ASP (Classic ASP, ASP.NET), HTML+Django
+(Mustache, Jinja), Maple (linguist has none; `.mpl` is JetBrains MPS) and Visual Basic
+(Visual Basic .NET, VBA, VBScript, Visual Basic 6.0)."""
 _STACK_SPELLING = {name.lower(): stack for new, stack in RENAMED.items()
                    for name in (new, stack)}
+_STACK_SPELLING |= {old.lower(): stack for old, stack in STACK_V1_NAMES.items()}
 
 
 CALLS: Counter[str] = Counter()
@@ -149,7 +168,8 @@ def detect_code_language(path: str, content: bytes = b"") -> str | None:
 
 def stack_name(label: str) -> str:
     """The Stack's name for a label of a language linguist renamed since (`Rocq Prover`,
-    `coq` -> Coq; `Wolfram Language` -> Mathematica), any case; any other label as it is.
+    `coq` -> Coq; `Wolfram Language` -> Mathematica) or The Stack v1 spelled otherwise
+    (`VimL` -> Vim Script, `FORTRAN` -> Fortran), any case; any other label as it is.
     Needs no go-enry."""
     return _STACK_SPELLING.get(label.lower(), label)
 
@@ -161,7 +181,7 @@ def language_by_name(name: str) -> str | None:
     name = name.strip()
     if not name or any(c in name for c in ":\n\r\0"):
         return None
-    if name.lower() in _STACK_SPELLING:  # Genero: a name enry-python no longer knows
+    if name.lower() in _STACK_SPELLING:  # Genero, VimL: names enry-python no longer knows
         return _STACK_SPELLING[name.lower()]
     enry = _enry()
     for spelled in (name, name.upper(), name.title(), name.capitalize()):  # c++ -> C++

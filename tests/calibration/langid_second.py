@@ -8,12 +8,13 @@ Each file's language is what its package states, never go-enry's answer:
   swi-prolog-core's `.pl` is Prolog, octave-common's `.m` is MATLAB, ...);
 - Pygments' example files (its sdist's `tests/examplefiles/<lexer>/`): the lexer the
   file is filed under, named in linguist's names by the lexer's name or its aliases
-  (`language_by_name`: linguist's alias table, which go-enry carries; a lookup of
-  names, not a detection of the file). Lexers of sessions, tracebacks and templates
-  (a `pycon` file is not Python source) and lexers linguist has no language for are
-  left out, and so are files whose name none of the lexer's file-name patterns
-  matches (Pygments' own naming, `django_sample.html+django`, and its `.output`
-  golden files). A detected language linguist groups under the stated one
+  (`language_by_name`: linguist's alias table, which go-enry carries, and The Stack
+  v1's names; a lookup of names, not a detection of the file). Lexers of sessions,
+  tracebacks and templates (a `pycon` file is not Python source) and lexers linguist
+  has no language for are left out (ODIN and TEAL too: linguist's Odin and Teal are
+  other languages), and so are files whose name none of the lexer's file-name
+  patterns matches (Pygments' own naming, `django_sample.html+django`, and its
+  `.output` golden files). A detected language linguist groups under the stated one
   (`Fortran Free Form` under Fortran) counts as right (`GROUPS`). Two files whose
   folder's lexer is not their language by linguist's own definitions carry the
   language they are (`RELABELLED`, each with its reason).
@@ -72,9 +73,14 @@ RELABELLED = {
         "Coq", "a Coq proof (`Lemma ... Qed.`) that Pygments files with its Verilog "
         "samples to test `.v`'s ambiguity (The Stack's name; linguist now says Rocq Prover)"),
 }
+# Lexers whose name linguist gives to another language (so linguist has none for theirs):
+# Pygments' ODIN is Object Data Instance Notation, not the Odin programming language;
+# its TEAL is Algorand's Transaction Execution Approval Language (stack assembly,
+# `*.teal`), while linguist's Teal is the typed dialect of Lua (`.tl`; enry-python
+# 0.2.0's data, absent from the go-enry The Stack v2 used).
 _LEFT_OUT = frozenset(("text", "yaml+jinja", "genshitext", "jsp", "cfc", "cfm", "erl",
                        "iex", "pytb", "pycon", "rbcon",
-                       "odin"))  # Pygments' ODIN is Object Data Instance Notation
+                       "odin", "teal"))
 
 
 def _text(path: Path) -> bytes | None:
