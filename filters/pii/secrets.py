@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Protocol
 
 import ahocorasick
@@ -158,7 +159,18 @@ def find_secrets(text: str, path: str | None = None, work: list[int] | None = No
             if work is not None:
                 work.append(len(text))
             hits[index] = [m.span() for m in rule.shape.finditer(text)]
-    seen: set[tuple[int, int]] = set()
+    keywords = sorted(s for s, _ in hits.get(_KEYWORD, ()))
+    seen: set[tuple[int, int]] = set()  # a span two rules find is reported once
+    for found in chain(_in_windows(text, lowered, hits, work), _in_whole_text(text, work),
+                       find_keywords(text, keywords, path, work) if keywords else ()):
+        if (found.start, found.end) not in seen:
+            seen.add((found.start, found.end))
+            yield found
+
+
+def _in_windows(text: str, lowered: str, hits: dict[int, list[tuple[int, int]]],
+                work: list[int] | None) -> Iterator[Found]:
+    """The rules with a literal or a shape, in the merged windows around their `hits`."""
     size = len(text)
     for index in sorted(i for i in hits if i not in (_KEYWORD, _PRIVATE_KEY)):
         rule, reach = RULES[index], _REACH[index]
@@ -178,21 +190,18 @@ def find_secrets(text: str, path: str | None = None, work: list[int] | None = No
                         work.append(tail.end() - e)
                     e = tail.end() if tail else e
                 found = _token(text, rule, s, e)
-                if found and (found.start, found.end) not in seen:
-                    seen.add((found.start, found.end))
+                if found:
                     yield found
+
+
+def _in_whole_text(text: str, work: list[int] | None) -> Iterator[Found]:
+    """The rules without a literal or a shape (bounded, literal first: one pass each)."""
     for index in _WHOLE:
         if work is not None:
-            work += [size] * len(RULES[index].patterns)
-        for s, e in _matches(index, text, 0, size):
+            work += [len(text)] * len(RULES[index].patterns)
+        for s, e in _matches(index, text, 0, len(text)):
             found = _token(text, RULES[index], s, e)
-            if found and (found.start, found.end) not in seen:
-                seen.add((found.start, found.end))
-                yield found
-    if _KEYWORD in hits:
-        for found in find_keywords(text, sorted(s for s, _ in hits[_KEYWORD]), path, work):
-            if (found.start, found.end) not in seen:
-                seen.add((found.start, found.end))
+            if found:
                 yield found
 
 
