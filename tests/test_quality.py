@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import collections
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from lemur_data.stages.base import ShardContext
 from lemur_data.stages.quality import Quality, QualityParams
 from lemur_data.stages.storage import documents_table
 from tests.fixtures import fixture
-from tests.realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
+from tests.realdata import PURELIB, STDLIB, perturbed_prose, prose_paragraphs, write_jsonl
 from tests.runs import removed_reasons, run_build
 from tests.test_langid import man_paragraphs
 
@@ -707,3 +708,76 @@ def test_the_stack_alphanumeric_fraction_on_a_real_file() -> None:
     assert _run(docs, {"code": {"preset": "the-stack"}})[0] == ["alpha_fraction"]
     off = {"code": {"preset": "the-stack", "min_alpha_fraction": None}}
     assert _run(docs, off)[0] == [None]
+
+
+def _repetitive(texts: list[str], seed: int) -> list[str]:
+    """Real documents made repetitive as scraped pages are: lines, paragraphs and runs
+    of words repeated in place and elsewhere, at several rates."""
+    rng = random.Random(seed)
+    out = []
+    for n, text in enumerate(texts):
+        rate = (0.05, 0.2, 0.5)[n % 3]
+        lines = text.split("\n")
+        edited = []
+        for line in lines:
+            edited.append(line)
+            if rng.random() < rate:
+                edited.append(rng.choice(lines))
+            words = line.split()
+            if len(words) > 8 and rng.random() < rate:  # a run of words said twice
+                at = rng.randrange(len(words) - 6)
+                edited[-1] = " ".join(words[:at + 6] + words[at:])
+        out.append("\n".join(edited))
+    return out
+
+
+def test_gopher_repetition_statistics_are_datatroves() -> None:
+    """Every n-gram statistic of the numpy Gopher repetition filter equals datatrove's
+    functions' on real English (help() topics, man pages, stdlib docstrings), the same
+    made repetitive, and real code read as text; and so every decision is datatrove's,
+    at the default thresholds and at thresholds that make each rule decide."""
+    from datatrove.data import Document
+    from datatrove.pipeline.filters.gopher_repetition_filter import (
+        GopherRepetitionFilter,
+        find_all_duplicate,
+        find_top_duplicate,
+        get_n_grams,
+    )
+
+    from lemur_data.filters.quality.gopher_repetition import NumpyGopherRepetition, WordGrams
+
+    code = [p.read_text() for p in sorted((STDLIB / "json").glob("*.py"))]
+    docs = _english_docs() + perturbed_prose(40, seed=4) + code
+    docs += _repetitive(docs, seed=5) + ["", "word", "a b", "ab c a bc ab c a bc " * 3]
+    splitter = RegexWordTokenizer()
+    tops = alls = 0
+    for text in docs:
+        words = splitter.word_tokenize(text)
+        grams = WordGrams(words)
+        for n in (1, 2, 3, 4):
+            expected = find_top_duplicate(get_n_grams(words, n)) if len(words) >= n else None
+            assert grams.top_duplicate(n) == expected, (n, text[:80])
+            tops += bool(expected)
+        for n in (1, 2, 5, 6, 7, 8, 9, 10):
+            expected = find_all_duplicate(words, n)
+            assert grams.all_duplicate(n) == expected, (n, text[:80])
+            alls += expected > 0
+    assert tops > 100 and alls > 100
+    # "".join makes ["ab", "c"] and ["a", "bc"] one n-gram: counted as datatrove counts it
+    assert WordGrams(["ab", "c", "a", "bc", "x"]).all_duplicate(2) == 3
+    # words holding a space (spaCy's whitespace tokens): " ".join is not one-to-one
+    assert WordGrams(["a b", "c", "a", "b c"]).top_duplicate(2) == \
+        find_top_duplicate(get_n_grams(["a b", "c", "a", "b c"], 2))
+    reasons: dict[str, int] = {}
+    for values in ({}, {"dup_line_frac": None, "dup_para_frac": None,
+                        "dup_line_char_frac": None, "dup_para_char_frac": None},
+                   {"dup_line_frac": None, "dup_para_frac": None, "dup_line_char_frac": None,
+                    "dup_para_char_frac": None, "top_n_grams": ()}):
+        ours = NumpyGopherRepetition(language=splitter, **values)
+        theirs = GopherRepetitionFilter(language=splitter, **values)
+        for text in docs:
+            verdict = ours.filter(Document(text=text, id=""))
+            assert verdict == theirs.filter(Document(text=text, id="")), text[:80]
+            if verdict is not True:
+                reasons[verdict[1]] = reasons.get(verdict[1], 0) + 1
+    assert {"top_2_gram", "duplicated_5_n_grams", "dup_line_frac"} <= set(reasons), reasons

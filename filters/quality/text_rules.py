@@ -2,13 +2,15 @@
 
 The rules themselves are datatrove's (`GopherQualityFilter`,
 `GopherRepetitionFilter`, `C4QualityFilter`, `FineWebQualityFilter`): we build
-them with the manifest's thresholds and call their `filter(doc)`. The one thing
-we replace is the word/sentence splitter they are handed: datatrove's English
-splitter is spaCy's (`spacy.blank("en")`, about 0.65 MB/s per core and a 40 MB
-dependency). `RegexWordTokenizer` reproduces spaCy's English rules that the
-filters' statistics depend on (punctuation split off word ends, contractions,
-hyphen infixes, abbreviations, `...`, sentence ends) in a single compiled regex;
-tests measure how often its decisions agree with spaCy's on real prose.
+them with the manifest's thresholds and call their `filter(doc)` (the repetition
+filter's n-gram statistics are computed in numpy, gopher_repetition.py, with the
+same values). The one thing we replace in their rules is the word/sentence
+splitter they are handed: datatrove's English splitter is spaCy's
+(`spacy.blank("en")`, about 0.65 MB/s per core and a 40 MB dependency).
+`RegexWordTokenizer` reproduces spaCy's English rules that the filters' statistics
+depend on (punctuation split off word ends, contractions, hyphen infixes,
+abbreviations, `...`, sentence ends) in a single compiled regex; tests measure how
+often its decisions agree with spaCy's on real prose.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from datatrove.pipeline.filters import (
     C4QualityFilter,
     FineWebQualityFilter,
     GopherQualityFilter,
-    GopherRepetitionFilter,
 )
 from datatrove.utils.text import PUNCTUATION_SET, split_into_words
 from datatrove.utils.word_tokenizers import WordTokenizer
+
+from .gopher_repetition import NumpyGopherRepetition
 
 # One pass of alternatives, first match wins; mirrors spaCy's English tokenizer closely
 # enough for word counts, word lengths and symbol ratios (see tests/test_quality.py).
@@ -85,7 +88,7 @@ class RegexWordTokenizer(WordTokenizer):
 
 
 _FILTERS = {
-    "gopher_repetition": GopherRepetitionFilter,
+    "gopher_repetition": NumpyGopherRepetition,  # datatrove's, its n-gram counts in numpy
     "gopher_quality": GopherQualityFilter,
     "c4": C4QualityFilter,
     "fineweb": FineWebQualityFilter,
