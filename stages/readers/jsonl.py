@@ -75,11 +75,13 @@ class JsonlReader(Reader[JsonlParams]):
             # `bytes`: the file's size now; a read stops there, however the file grows
             payload: dict[str, Any] = {"path": path, "rel": rel, "bytes": on_disk}
             end = None  # the last unit's end: the planned size, or the stream limit past it
+            hint = 1  # the planned size over this: what `lemur-data plan` charges
             if path in remote:
                 # Not read whole to plan (59,166 SlimPajama files on the Hub): sized from
                 # a header or a sample, the last unit reading on past that size by up to
                 # one unit's bytes (never past the bomb cap), one record for the rest.
                 size, estimated = remote[path]
+                hint = 2 if estimated else 1  # an estimate is planned doubled
                 cap = _bomb_cap(on_disk, self.source.max_doc_bytes)
                 parts = min(_MAX_PARTS, max(1, -(-size // max_bytes)))
                 end = min(cap, size + -(-size // parts))
@@ -97,7 +99,7 @@ class JsonlReader(Reader[JsonlParams]):
                 ranged = payload | ({"start": size * k // parts, "end": last}
                                     if parts > 1 else {})
                 units.append(InputUnit(self.source.name, len(units), ranged,
-                                       bytes_hint=size // parts))
+                                       bytes_hint=size // parts // hint))
         return units
 
     def files(self, unit: InputUnit) -> list[str]:

@@ -1,7 +1,8 @@
 """Peak worker memory on hostile jsonl input, against the bound of issue 32.
 
-    python -m tests.bench.bench_hostile_memory [--max-doc-mib 16] [--line-mb 400]
+    python -m tests.bench.bench_hostile_memory [--max-doc-mib 16] [--line-mb 400] [--no-remote]
     python -m tests.bench.bench_hostile_memory --cost [--cost-mb 64]
+    python -m tests.bench.bench_hostile_memory --plan-cost [--plan-files 2000]
 
 Builds (ingest only, one real Ray worker) each input below from real text (standard-
 library files, JSON-escaped, repeated), and prints the peak resident memory of the
@@ -15,7 +16,13 @@ the control's peak (the baseline) + 2x `max_doc_bytes`.
 - zst lines: one real document's line repeated to 4x `--line-mb` (many lines, each
   fine, a bomb together) in a zstd file of tens of KB;
 - growing: a plain jsonl to which 512 MB of documents are appended as soon as the build
-  has listed its input (run/work/listing.json written), before its ingest task reads it.
+  has listed its input (run/work/listing.json written), before its ingest task reads it;
+- zst docs: real documents repeated to 128 MB in a zstd stating its size (the zstd
+  CLI's way): a big ordinary file, 32 units;
+- s3 control, s3 zst lines, s3 gz line, s3 zst docs: those files on a real
+  S3-compatible server (moto_server, tests/s3server.py) on 127.0.0.1, read as s3://
+  URLs, each s3 row against the s3 control (the worker imports s3fs, aiobotocore and
+  aiohttp to read them); `--no-remote` skips them.
 
 Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
 
@@ -24,11 +31,17 @@ Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
 `--cost-mb` MB of standard-library files as jsonl lines, plain, gzip and zstd, in one
 unit and cut into 4, 16 and 32, in this process (no Ray); then the gz line input planned
 with `shard.max_bytes` 4 and 256 MiB.
+
+`--plan-cost`: what planning remote compressed files costs (lemur-90b lists 59,166
+SlimPajama .jsonl.zst files on the Hub): `--plan-files` small jsonl files of real
+documents on moto_server (127.0.0.1), as zstd stating its size and as gzip, planned
+with `plan_units`: ranged reads, bytes fetched, wall and CPU seconds, per file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -84,7 +97,29 @@ def make_inputs(folder: Path, line_mb: int) -> dict[str, Path]:
         for _ in range(4 * line_mb * (1 << 20) // len(line)):
             out.write(line)
     paths["growing"].write_bytes(b"".join(_documents()))
+    docs = b"".join(_documents())
+    paths["zst docs"] = folder / "docs.jsonl.zst"
+    with paths["zst docs"].open("wb") as out:  # states its size, as the zstd CLI does
+        out.write(zstandard.ZstdCompressor(level=3).compress(docs * ((128 << 20) // len(docs))))
     return paths
+
+
+def _remote_inputs(stack: contextlib.ExitStack, work: Path, paths: dict[str, Path],
+                   ) -> dict[str, str]:
+    """Starts moto_server on 127.0.0.1 (stopped with `stack`), uploads the remote rows'
+    files and sets its endpoint and test credentials in the environment, where s3fs
+    and the build's workers find them."""
+    from tests.s3server import TEST_CREDENTIALS, s3_server
+
+    server = stack.enter_context(s3_server(work / "moto.log"))
+    os.environ.update({**TEST_CREDENTIALS, "AWS_ENDPOINT_URL": server.endpoint})
+    client = server.client()
+    client.create_bucket(Bucket="hostile")
+    rows: dict[str, str] = {}
+    for name in ("control", "zst lines", "gz line", "zst docs"):
+        client.upload_file(str(paths[name]), "hostile", paths[name].name)
+        rows[f"s3 {name}"] = f"s3://hostile/{paths[name].name}"
+    return rows
 
 
 def _grow(path: Path, listed: Path, stop: threading.Event, limit: int) -> None:
@@ -110,9 +145,10 @@ def _grew(run: Path) -> str:
     return "not seen"
 
 
-def build(path: Path, folder: Path, max_doc_mib: int, grow: bool) -> tuple[float, float]:
+def build(path: Path | str, folder: Path, max_doc_mib: int, grow: bool) -> tuple[float, float]:
     """(MB at its start, peak MB) of the ingest task with the largest peak."""
-    manifest = {"name": f"hostile-{path.name}".replace(".", "-"), "stages": [],
+    name = str(path).rsplit("/", 1)[-1]
+    manifest = {"name": f"hostile-{name}".replace(".", "-"), "stages": [],
                 "shard": {"max_bytes": "4MB"},
                 "sources": [{"name": "j", "kind": "code", "lang": "Python",
                              "max_doc_bytes": f"{max_doc_mib}MiB",
@@ -122,7 +158,7 @@ def build(path: Path, folder: Path, max_doc_mib: int, grow: bool) -> tuple[float
     log = folder / "tasks.tsv"
     stop = threading.Event()
     listed = folder / "run" / "work" / "listing.json"
-    writer = (threading.Thread(target=_grow, args=(path, listed, stop, 512 << 20))
+    writer = (threading.Thread(target=_grow, args=(Path(path), listed, stop, 512 << 20))
               if grow else None)
     if writer:
         writer.start()
@@ -201,6 +237,59 @@ def cost(megabytes: int) -> None:
     subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
+def plan_cost(files: int) -> None:
+    import time
+
+    import s3fs
+
+    from lemur_data.pipeline.manifest import parse_manifest
+    from lemur_data.stages.ingest import plan_units
+
+    work = Path(tempfile.mkdtemp(prefix="bench-plan-"))
+    docs = b"".join(_documents()[:8])
+    bodies = {"zst": zstandard.ZstdCompressor(level=3).compress(docs),
+              "gz": gzip.compress(docs, mtime=0)}
+    fetched: list[int] = []
+    cat = s3fs.S3FileSystem._cat_file
+
+    async def counted(fs: object, *args: object, **kwargs: object) -> bytes:
+        data = await cat(fs, *args, **kwargs)
+        fetched.append(len(data))
+        return data
+
+    s3fs.S3FileSystem._cat_file = counted
+    with contextlib.ExitStack() as stack:
+        from tests.s3server import TEST_CREDENTIALS, s3_server
+
+        server = stack.enter_context(s3_server(work / "moto.log"))
+        os.environ.update({**TEST_CREDENTIALS, "AWS_ENDPOINT_URL": server.endpoint})
+        client = server.client()
+        client.create_bucket(Bucket="plan")
+        for kind, body in bodies.items():
+            for i in range(files):
+                client.put_object(Bucket="plan", Key=f"{kind}/{i:06}.jsonl.{kind}", Body=body)
+        print(f"{files} files of {len(docs):,} bytes of jsonl each, on moto_server "
+              f"(127.0.0.1); load {os.getloadavg()[0]:.2f}")
+        print(f"{'kind':<5} {'reads':>6} {'bytes':>10} {'per file':>9} {'wall s':>7} "
+              f"{'CPU s':>6} {'ms/file':>8}")
+        for kind in bodies:
+            s3fs.S3FileSystem.clear_instance_cache()
+            manifest = parse_manifest({"name": "plan", "sources": [
+                {"name": "j", "kind": "text", "reader": {
+                    "type": "jsonl", "paths": [f"s3://plan/{kind}/*.jsonl.{kind}"]}}]},
+                "m", work)
+            source = manifest.sources[0]
+            fetched.clear()
+            wall, cpu = time.perf_counter(), time.process_time()
+            units = plan_units(source.reader, source.info(), 10**6, 256 << 20)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            assert len(units) == files
+            print(f"{kind:<5} {len(fetched):>6} {sum(fetched):>10,} "
+                  f"{sum(fetched) / files:>9.0f} {wall:>7.2f} {cpu:>6.2f} "
+                  f"{1000 * wall / files:>8.2f}", flush=True)
+    subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "\n").splitlines()[0])
     parser.add_argument("--max-doc-mib", type=int, default=16)
@@ -210,9 +299,17 @@ def main() -> int:
     parser.add_argument("--cost", action="store_true",
                         help="CPU cost of cutting compressed files into units, then exit")
     parser.add_argument("--cost-mb", type=int, default=64)
+    parser.add_argument("--plan-cost", action="store_true",
+                        help="cost of planning remote compressed files, then exit")
+    parser.add_argument("--plan-files", type=int, default=2000)
+    parser.add_argument("--no-remote", action="store_true",
+                        help="skip the s3 rows (moto_server on 127.0.0.1)")
     args = parser.parse_args()
     if args.cost:
         cost(args.cost_mb)
+        return 0
+    if args.plan_cost:
+        plan_cost(args.plan_files)
         return 0
     work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     paths = make_inputs(work / "inputs", args.line_mb)
@@ -221,22 +318,29 @@ def main() -> int:
     print(f"max_doc_bytes {args.max_doc_mib} MiB: bound = control peak + {bound_mb:.1f} MB")
     print("task start / peak: the worker's memory when the ingest task began and its peak "
           "during it; growth = peak - start")
-    print(f"{'input':<10} {'file bytes':>12} {'start MB':>9} {'peak MB':>8} {'growth':>7} "
+    print(f"{'input':<12} {'file bytes':>12} {'start MB':>9} {'peak MB':>8} {'growth':>7} "
           f"{'peak over control':>18} {'bound':>6}  ok")
     control = 0.0
-    for name, path in paths.items():
-        if args.only and name != "control" and name not in args.only:
-            continue
-        folder = work / name.replace(" ", "-")
-        folder.mkdir()
-        start, peak = build(path, folder, args.max_doc_mib, grow=name == "growing")
-        control = peak if name == "control" else control
-        over = peak - control
-        print(f"{name:<10} {sizes[name]:>12,} {start:>9.1f} {peak:>8.1f} {peak - start:>7.1f} "
-              f"{over:>18.1f} {bound_mb:>6.1f}  {'yes' if over <= bound_mb else 'NO'}",
-              flush=True)
-        if name == "growing":
-            print(f"           ({_grew(folder / 'run')})")
+    rows: dict[str, Path | str] = dict(paths)
+    server = contextlib.ExitStack()
+    if not args.no_remote:
+        rows |= _remote_inputs(server, work, paths)
+    with server:
+        for name, path in rows.items():
+            if args.only and not name.endswith("control") and name not in args.only:
+                continue
+            folder = work / name.replace(" ", "-")
+            folder.mkdir()
+            start, peak = build(path, folder, args.max_doc_mib, grow=name == "growing")
+            # s3 rows against the s3 control: s3fs, aiobotocore and aiohttp are memory too
+            control = peak if name.endswith("control") else control
+            over = peak - control
+            size = sizes.get(name) or sizes.get(name.removeprefix("s3 "), 0)
+            print(f"{name:<12} {size:>12,} {start:>9.1f} {peak:>8.1f} {peak - start:>7.1f} "
+                  f"{over:>18.1f} {bound_mb:>6.1f}  {'yes' if over <= bound_mb else 'NO'}",
+                  flush=True)
+            if name == "growing":
+                print(f"             ({_grew(folder / 'run')})")
     subprocess.run(["rm", "-rf", str(work)], check=False)
     return 0
 
