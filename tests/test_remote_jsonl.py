@@ -134,6 +134,10 @@ def test_remote_compressed_jsonl_is_cut_into_bounded_units(
         # the same documents as the local copy, which is counted or sized exactly
         local = _plan_and_read([str(path)], tmp_path, max_bytes)[1]
         assert local.column("id").equals(table.column("id")), kind
+        # another source of the same file (lemur-90b's SlimPajama parts) reads no head
+        fetched = _Fetched(monkeypatch)
+        again = plan_units(spec.reader, spec.info(), 10**6, max_bytes)
+        assert fetched.ranged == [] and [u.payload for u in again] == [u.payload for u in units]
 
 
 def test_a_remote_zstd_bomb_is_read_in_bounded_units_up_to_the_cap(

@@ -326,8 +326,11 @@ def _remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
     small, else twice the sample's ratio times the compressed size (text compresses
     better further in, where the window holds more; a file found larger than its plan
     has one record). A first frame stating less than 2x the file's compressed size is
-    taken for one of several frames (pzstd) and sampled instead."""
-    sized: dict[str, tuple[int, bool]] = {}
+    taken for one of several frames (pzstd) and sampled instead. Files already sized in
+    this process (another source of the same files) are not read again."""
+    sized = {path: _SIZED[(path, size, max_doc_bytes)] for path, size in files
+             if (path, size, max_doc_bytes) in _SIZED}
+    files = [(path, size) for path, size in files if path not in sized]
     zstd = [(path, size) for path, size in files if path.endswith((".zst", ".zstd"))]
     for (path, size), head in zip(zstd, _heads(zstd, _HEADER), strict=True):
         stated = _first_frame_size(head)
@@ -345,7 +348,13 @@ def _remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
         rest = again
     for path, size in rest:  # no output from its first MiB: planned up to the cap
         sized[path] = (_bomb_cap(size, max_doc_bytes), True)
+    _SIZED.update({(path, size, max_doc_bytes): sized[path] for path, size in files})
     return sized
+
+
+_SIZED: dict[tuple[str, int, int], tuple[int, bool]] = {}
+"""Remote sizes already read in this process, by (path, compressed size, max_doc_bytes):
+sources reading the same files (lemur-90b's three SlimPajama parts) read them once."""
 
 
 def _heads(files: list[tuple[str, int]], length: int) -> list[bytes]:
