@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 # Ray reads it in every process it starts (inherited from the driver's environment).
 LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -39,7 +40,7 @@ LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 @contextlib.contextmanager
 def loopback_only() -> Iterator[None]:
     """Around `ray.init` of a local instance: loopback addresses, no API server."""
-    from ray._private import node, ray_constants, utils
+    from ray._private import node, ray_constants, services, utils
 
     set_here = LOCAL_ONLY_ENV not in os.environ
     os.environ.setdefault(LOCAL_ONLY_ENV, "0")
@@ -60,6 +61,15 @@ def loopback_only() -> Iterator[None]:
     node.Node.start_monitor = no_monitor
     saved_check = utils.get_dashboard_dependency_error
     utils.get_dashboard_dependency_error = _minimal_agent
+    saved_process = services.start_ray_process
+
+    def start_process(command: list[str], process_type: str, *args: Any,
+                      **kwargs: Any) -> Any:
+        if process_type == ray_constants.PROCESS_TYPE_RAYLET:
+            command = bare_agent(command)
+        return saved_process(command, process_type, *args, **kwargs)
+
+    services.start_ray_process = start_process
     try:
         yield
     finally:
@@ -67,6 +77,7 @@ def loopback_only() -> Iterator[None]:
         node.Node.start_api_server = saved_start
         node.Node.start_monitor = saved_monitor
         utils.get_dashboard_dependency_error = saved_check
+        services.start_ray_process = saved_process
         # The processes ray.init started have it; a `ray start` this process runs later
         # (a cluster head of its own) must not: Ray refuses multi-node clusters with it.
         if set_here:
@@ -81,3 +92,22 @@ def _minimal_agent() -> ImportError:
     again."""
     return ImportError("a build's local Ray runs its dashboard agent minimal")
 
+
+
+AGENT_OPTION = "--dashboard_agent_command="
+
+
+def bare_agent(raylet_command: list[str]) -> list[str]:
+    """The raylet's command, with its dashboard agent run as pipeline/ray_agent.py (Ray's
+    agent without its modules). A command in a form this does not know (the agent's
+    path quoted, say) is left as Ray wrote it: the agent is then Ray's own, slower to
+    start but as correct."""
+    from .ray_agent import AGENT_MODULE, agent_script
+
+    script = f" {agent_script()} "
+    rewritten = []
+    for argument in raylet_command:
+        if argument.startswith(AGENT_OPTION) and argument.count(script) == 1:
+            argument = argument.replace(script, f" -m {AGENT_MODULE} ")
+        rewritten.append(argument)
+    return rewritten

@@ -76,8 +76,21 @@ def test_a_local_build_listens_on_loopback_only(tmp_path: Path) -> None:
         assert len(listening) >= 4, listening  # GCS, raylet, agents, workers: all seen
         exposed = [entry for entry in listening if not _loopback(entry[1])]
         assert not exposed, exposed
+        # the dashboard agent is pipeline/ray_agent.py's: Ray's agent, with no module
+        raylet = next(p for p in processes if "raylet" in _title(p))
+        session = next(a.split("=", 1)[1] for a in raylet.cmdline()
+                       if a.startswith("--session_dir="))
+        log = Path(session) / "logs" / "dashboard_agent.log"
+        deadline = time.time() + 30
+        while time.time() < deadline and "Loaded " not in _read(log):
+            time.sleep(0.05)
+        assert "Loaded 0 modules." in _read(log), _read(log)[-2000:]
     finally:
         _stop(driver)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 @pytest.mark.slow
