@@ -280,3 +280,44 @@ def test_dedup_and_syntax_stages_get_their_sections(ray_session, tmp_path: Path)
     card = DatasetCard.load(run / "README.md")
     assert "deduplicated" in card.data.to_dict()["tags"]
     assert "| lsh.bands | " in card.text and "### 3. minhash" in card.text
+
+
+def test_the_waterfall_legend_fits_the_figure(mixed_run: Path) -> None:
+    """Long reasons (the quality stage's, as the demo shows them) used to be cut at both
+    edges of a 4-column legend: every legend entry is drawn inside the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from lemur_data.pipeline.publish import plots
+
+    stats = json.loads((mixed_run / "stats.json").read_text())
+    stage = stats["stages"][0]
+    long = ["quality:gopher_quality/gopher_below_alpha_threshold",
+            "quality:gopher_quality/gopher_above_avg_threshold",
+            *(f"quality:gopher_repetition/duplicated_{n}_n_grams" for n in range(5, 10)),
+            "quality:gopher_quality/gopher_too_many_hashes",
+            "quality:gopher_repetition/dup_para_frac", "quality:auto_generated",
+            "langid:low_language_score"]
+    stage["removed_by_reason"].update({r: {"docs": 100 - i, "bytes": 10}
+                                       for i, r in enumerate(long)})
+    drawn: list[Figure] = []
+    keep = plots._png
+
+    def png(fig: Figure) -> bytes:
+        drawn.append(fig)
+        return keep(fig)
+
+    plots._png = png
+    try:
+        assert plots.waterfall(stats) is not None
+    finally:
+        plots._png = keep
+    fig = drawn[0]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    width = fig.bbox.width
+    legend = fig.legends[0]
+    texts = [t.get_window_extent(renderer) for t in legend.get_texts()]
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) >= 12 and long[0] in labels, labels
+    assert all(box.x0 >= 0 and box.x1 <= width for box in texts), \
+        [(label, b.x0, b.x1) for label, b in zip(labels, texts, strict=True)]

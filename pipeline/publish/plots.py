@@ -133,7 +133,13 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
                              label="merged (kept inside other documents)"))
     fig.suptitle("What each stage removed (bars split by reason)")
     if handles:
-        fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=4)
+        # Columns as many as the longest label lets fit in the figure's 10 inches (at 7
+        # pt a character is ~0.06 in, the patch and gap ~0.5 in): four columns of
+        # reasons like `quality:gopher_quality/gopher_below_alpha_threshold` were cut
+        # at both edges, since the layout does not shrink a figure-level legend.
+        longest = max(len(str(h.get_label())) for h in handles)
+        fig.legend(handles=handles, fontsize=7, loc="outside lower center",
+                   ncols=max(1, min(4, int(9.5 / (0.06 * longest + 0.5)))))
     return Plot("waterfall", "Removed per stage",
                 "Documents (top) and bytes (bottom): the input, what each stage removed "
                 "(coloured by reason) or merged into documents it kept (hatched: not lost), "
