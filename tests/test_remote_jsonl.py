@@ -5,6 +5,7 @@ reads, never a whole file; and the local gzip/bz2/xz count kept by the file's st
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import os
@@ -35,6 +36,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     with s3_server(tmp_path_factory.mktemp("s3") / "moto.log") as running:
         running.client().create_bucket(Bucket=BUCKET)
         yield running
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Sizes and counts kept in this test's folder, not the user's cache."""
+    monkeypatch.setenv("LEMUR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(jsonl_reader, "_SIZED", {})
+    return tmp_path / "cache"
 
 
 @pytest.fixture
@@ -181,6 +190,35 @@ def test_a_url_without_an_async_client_is_planned_the_same_way(tmp_path: Path) -
         assert table.column("text").to_pylist() == [r["text"] for r in records], kind
 
 
+def test_remote_sizes_are_kept_by_the_objects_stamps(
+        tmp_path: Path, s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next process (a resume, `plan` again) reads no head of unchanged objects;
+    an object rewritten with other bytes (another ETag) is sized again."""
+    _, plain, _ = _corpus(tmp_path)
+    copies = _compressed_copies(tmp_path, plain)
+    client = s3_env.client()
+    for kind in ("zst frames", "gz"):
+        client.upload_file(str(copies[kind]), BUCKET, f"kept/{copies[kind].name}")
+    paths = [f"s3://{BUCKET}/kept/*"]
+    fetched = _Fetched(monkeypatch)
+    first = _plan_and_read_units(paths, tmp_path, len(plain) // 3)
+    assert len(fetched.ranged) == 3  # 18 bytes of the zstd, then both samples
+    monkeypatch.setattr(jsonl_reader, "_SIZED", {})  # as in a new process
+    fetched = _Fetched(monkeypatch)
+    assert _plan_and_read_units(paths, tmp_path, len(plain) // 3) == first
+    assert fetched.ranged == []
+    half = plain[:len(plain) // 2]
+    client.put_object(Bucket=BUCKET, Key=f"kept/{copies['gz'].name}",
+                      Body=gzip.compress(half, mtime=0))
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # a new listing, as a new process has
+    monkeypatch.setattr(jsonl_reader, "_SIZED", {})
+    fetched = _Fetched(monkeypatch)
+    changed = _plan_and_read_units(paths, tmp_path, len(plain) // 3)
+    assert len(fetched.ranged) == 3 and changed != first
+
+
 @pytest.mark.slow
 def test_a_remote_build_is_the_same_for_any_worker_count_and_after_a_kill(
         tmp_path: Path, s3_env: S3Server) -> None:
@@ -222,7 +260,6 @@ def test_a_local_count_is_kept_by_the_files_stamp(tmp_path: Path,
     """gzip, bz2, xz and unsized zstd are decompressed to count them at the first plan
     only: a second plan reads the count kept under $LEMUR_DATA_CACHE; a rewrite of the
     file (a new stamp) is counted again."""
-    monkeypatch.setenv("LEMUR_DATA_CACHE", str(tmp_path / "cache"))
     _, plain, _ = _corpus(tmp_path)
     copies = _compressed_copies(tmp_path, plain)
     counted: list[int] = []

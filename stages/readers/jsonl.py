@@ -293,8 +293,7 @@ def _count_cache(path: str, cap: int) -> Path | None:
     if mark[0] is None:
         return None
     key = hashlib.sha256(json.dumps([os.path.realpath(path), mark, cap]).encode())
-    root = Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
-    return root / "jsonl-counts" / f"{key.hexdigest()[:32]}.json"
+    return _cache_root() / "jsonl-counts" / f"{key.hexdigest()[:32]}.json"
 
 
 def _bomb_cap(compressed: int, max_doc_bytes: int) -> int:
@@ -327,19 +326,44 @@ def _remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
     better further in, where the window holds more; a file found larger than its plan
     has one record). A first frame stating less than 2x the file's compressed size is
     taken for one of several frames (pzstd) and sampled instead. Files already sized in
-    this process (another source of the same files) are not read again."""
+    this process (another source of the same files) are not read again, nor files
+    whose stamps are all as when they were last sized (`_sizes_cache`)."""
     sized = {path: _SIZED[(path, size, max_doc_bytes)] for path, size in files
              if (path, size, max_doc_bytes) in _SIZED}
     files = [(path, size) for path, size in files if path not in sized]
+    cache = _sizes_cache(files, max_doc_bytes)
+    if files and cache is not None and cache.is_file():
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            kept = json.loads(cache.read_text())
+            sized |= {path: (int(kept[path][0]), bool(kept[path][1])) for path, _ in files}
+            files = []
+    read, failed = _read_heads(files, max_doc_bytes)
+    sized |= read
+    if read and cache is not None and not failed:  # a failed read is not kept
+        with contextlib.suppress(OSError):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = cache.with_name(f".tmp-{os.getpid()}-{cache.name}")
+            temporary.write_text(json.dumps(read, sort_keys=True))
+            os.replace(temporary, cache)
+    _SIZED.update({(path, size, max_doc_bytes): sized[path] for path, size in files})
+    return sized
+
+
+def _read_heads(files: list[tuple[str, int]], max_doc_bytes: int,
+                ) -> tuple[dict[str, tuple[int, bool]], bool]:
+    """`_remote_sizes` read from the files' heads, and True if a read failed."""
+    sized: dict[str, tuple[int, bool]] = {}
     zstd = [(path, size) for path, size in files if path.endswith((".zst", ".zstd"))]
     for (path, size), head in zip(zstd, _heads(zstd, _HEADER), strict=True):
         stated = _first_frame_size(head)
         if stated is not None and stated >= 2 * size:
             sized[path] = (stated, False)
     rest = [(path, size) for path, size in files if path not in sized]
+    failed = False
     for length in (_SAMPLE, _SAMPLE_MORE):
         again: list[tuple[str, int]] = []
         for (path, size), head in zip(rest, _heads(rest, length), strict=True):
+            failed |= bool(size) and not head
             planned = _sampled_size(path, head, size, max_doc_bytes)
             if planned is None:
                 again.append((path, size))
@@ -348,8 +372,22 @@ def _remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
         rest = again
     for path, size in rest:  # no output from its first MiB: planned up to the cap
         sized[path] = (_bomb_cap(size, max_doc_bytes), True)
-    _SIZED.update({(path, size, max_doc_bytes): sized[path] for path, size in files})
-    return sized
+    return sized, failed
+
+
+def _sizes_cache(files: list[tuple[str, int]], max_doc_bytes: int) -> Path | None:
+    """Where the sizes of these remote files are kept between processes (the next
+    `plan`, `build` or resume), keyed by every file's stamp (size, time, ETag or blob
+    id: from the listing, no request) and the line bound; None if a file has no stamp."""
+    marks = [[path, stamp(path)] for path, _ in files]
+    if not marks or any(mark[1][0] is None for mark in marks):
+        return None
+    key = hashlib.sha256(json.dumps([marks, max_doc_bytes]).encode()).hexdigest()[:32]
+    return _cache_root() / "jsonl-counts" / f"remote-{key}.json"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("LEMUR_DATA_CACHE") or Path.home() / ".cache" / "lemur-data")
 
 
 _SIZED: dict[tuple[str, int, int], tuple[int, bool]] = {}
