@@ -177,6 +177,29 @@ def test_a_remote_zstd_bomb_is_read_in_bounded_units_up_to_the_cap(
     assert "a decompression bomb?" in rows[-1]["detail"], rows[-1]["detail"]
 
 
+def test_a_remote_zstd_header_stating_too_much_is_planned_up_to_the_cap(
+        tmp_path: Path) -> None:
+    """A frame header stating 4 GB for 1.3 MB of lines: planned up to 1000x the file's
+    size, the units cutting that, not the stated size; libzstd refuses the frame where it
+    disagrees, one unit says so, and the lines before are kept."""
+    import zstandard
+
+    records, plain, _ = _corpus(tmp_path)
+    frame = bytearray(zstandard.ZstdCompressor(level=3).compress(plain))
+    assert frame[4] >> 6 == 2 and frame[4] & 0x20  # single segment, 4-byte content size
+    frame[5:9] = (2**32 - 1).to_bytes(4, "little")
+    (tmp_path / "lie.jsonl.zst").write_bytes(frame)
+    cap = 1000 * len(frame)
+    units, table = _plan_and_read([f"file://{tmp_path / 'lie.jsonl.zst'}"], tmp_path,
+                                  cap // 8)
+    assert len(units) == 8 and units[-1].payload["inflated"] == cap
+    assert all(u.payload.get("end", cap) <= cap for u in units)
+    bad = [r for r in table.to_pylist() if r["reason"]]
+    assert [r["reason"] for r in bad] == ["unreadable_file"] and "read failed" in bad[0]["detail"]
+    kept = [r["text"] for r in table.to_pylist() if not r["reason"]]
+    assert kept == [r["text"] for r in records][:len(kept)]
+
+
 def test_a_url_without_an_async_client_is_planned_the_same_way(tmp_path: Path) -> None:
     """`file://` (no async client, as HfFileSystem; its reads go to threads): a zstd
     stating its size is cut as a local one, a gzip by twice its sample's estimate."""

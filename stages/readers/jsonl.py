@@ -83,6 +83,7 @@ class JsonlReader(Reader[JsonlParams]):
                 size, estimated = remote[path]
                 hint = 2 if estimated else 1  # an estimate is planned doubled
                 cap = _bomb_cap(on_disk, self.source.max_doc_bytes)
+                size = min(size, cap)  # a header may state any size
                 parts = min(_MAX_PARTS, max(1, -(-size // max_bytes)))
                 end = min(cap, size + -(-size // parts))
                 payload |= ({"inflated": end} | ({"estimated": True} if estimated else {})
