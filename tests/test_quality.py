@@ -781,3 +781,47 @@ def test_gopher_repetition_statistics_are_datatroves() -> None:
             if verdict is not True:
                 reasons[verdict[1]] = reasons.get(verdict[1], 0) + 1
     assert {"top_2_gram", "duplicated_5_n_grams", "dup_line_frac"} <= set(reasons), reasons
+
+
+def test_gopher_quality_decisions_and_word_metrics_are_datatroves() -> None:
+    """The quality filter counting per distinct word decides as datatrove's on real
+    English, code read as text and perturbed copies, at the defaults and at thresholds
+    that make each rule decide; the stage's word metrics equal the per-word formula."""
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import GopherQualityFilter
+    from datatrove.utils.text import PUNCTUATION_SET
+
+    from lemur_data.filters.quality.gopher_quality import CountedGopherQuality
+    from lemur_data.filters.quality.text_rules import word_metrics
+
+    code = [p.read_text() for p in sorted((STDLIB / "json").glob("*.py"))]
+    docs = _english_docs() + perturbed_prose(40, seed=6) + code
+    docs += _repetitive(docs, seed=7) + ["", "#", "... …", "- a\n- b\n• c"]
+    splitter = RegexWordTokenizer()
+    reasons: dict[str, int] = {}
+    for values in ({}, {"min_doc_words": 5, "max_doc_words": 400},
+                   {"min_doc_words": None, "min_avg_word_length": 5},
+                   {"min_doc_words": None, "max_avg_word_length": 4},
+                   {"min_doc_words": None, "max_symbol_word_ratio": 0.001},
+                   {"min_doc_words": None, "max_bullet_lines_ratio": 0.05,
+                    "max_ellipsis_lines_ratio": 0.01},
+                   {"min_doc_words": None, "max_non_alpha_words_ratio": 0.9,
+                    "min_stop_words": 30}):
+        ours = CountedGopherQuality(language=splitter, **values)
+        theirs = GopherQualityFilter(language=splitter, **values)
+        for text in docs:
+            verdicts = []
+            for rule in (ours, theirs):
+                try:
+                    verdicts.append(rule.filter(Document(text=text, id="")))
+                except ZeroDivisionError:  # datatrove divides by the word count
+                    verdicts.append("ZeroDivisionError")
+            assert verdicts[0] == verdicts[1], (values, text[:80])
+            if isinstance(verdicts[0], tuple):
+                reasons[verdicts[0][1]] = reasons.get(verdicts[0][1], 0) + 1
+    assert len(reasons) >= 8, reasons
+    for text in docs:
+        words = [w for w in splitter.word_tokenize(text)
+                 if any(ch not in PUNCTUATION_SET for ch in w)]
+        expected = (len(words), sum(map(len, words)) / len(words) if words else 0.0)
+        assert word_metrics(text, splitter) == expected
