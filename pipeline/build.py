@@ -21,7 +21,7 @@ from ..stages.dedup_index.format import IndexFiles
 from ..stages.readers.common import InputUnit
 from . import budget, listing
 from .dedup_index import write_step_record
-from .executor import connect, run_phase
+from .executor import connect, run_phase, start
 from .manifest import Manifest
 from .planner import RunLayout, RunPlan, Step, list_units, plan_run
 from .progress import Mode, phase_progress
@@ -244,18 +244,9 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         # the folder `ray start` ran in, where `runs/a` is another folder.
         run_dir = os.path.abspath(run_dir)
     _refuse_whitespace(manifest, run_dir)
-    # Listing, planning and the run folder's checks, while Ray starts: a local Ray's
-    # raylet waits ~2 s for its agents, and this process only waits with it. Ray is
-    # started from this (the main) thread: a driver connected from another thread hung
-    # on its first task (Ray 2.60).
-    preparing = _Preparation(manifest, run_dir, relist)
-    try:
-        connect(ray_address, workers)
-    except BaseException as error:
-        if not isinstance(error, KeyboardInterrupt):
-            preparing.result()  # the run folder's refusal, before Ray's own error
-        raise
-    units, sampled, plan = preparing.result()
+    start(ray_address, workers)  # the input is listed and planned meanwhile
+    units, sampled, plan = _prepare(manifest, run_dir, relist)
+    connect(ray_address, workers)
     # The report's imports (matplotlib, ~1 s) while the tasks run and this process waits
     # for them, rather than after the last one.
     threading.Thread(target=_import_report, name="import-report", daemon=True).start()
@@ -298,32 +289,6 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                                            "task_seconds": runner.task_seconds},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
-
-
-class _Preparation:
-    """What a build does before its first task, run in a thread of its own: the input's
-    listing, the sample, the plan (`read: all`) and `prepare_run_dir`. `result()` waits
-    for it and raises what it raised."""
-
-    def __init__(self, manifest: Manifest, run_dir: str, relist: bool) -> None:
-        self._args = manifest, run_dir, relist
-        self._result: Prepared | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="prepare", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result = _prepare(*self._args)
-        except BaseException as error:  # raised again in the build's own thread
-            self._error = error
-
-    def result(self) -> Prepared:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
 
 
 Prepared = tuple[dict[str, list[InputUnit]], dict[str, Any] | None, RunPlan | None]

@@ -220,6 +220,21 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from .workbench.cli import run
 
         return run(args, console)
+    if args.command == "build":
+        # Ray starts (a local one: ~2 s, mostly its raylet waiting for its agents) or is
+        # joined while this process imports, reads the manifest and plans.
+        from .executor import abandon, start
+
+        start(args.ray_address, args.workers)
+        try:
+            return _manifest_command(args, console)
+        finally:
+            abandon()  # stopped if the build never got to use it (an error came first)
+    return _manifest_command(args, console)
+
+
+def _manifest_command(args: argparse.Namespace, console: Console) -> int:
+    """validate, plan, launch and build: the commands that read a manifest."""
     # The manifest's schema imports every reader and the stage registry (~1 s): only the
     # commands that read a manifest pay for it.
     from .manifest import ManifestError, load_manifest
@@ -440,9 +455,9 @@ def _index(run_dir: str, console: Console) -> int:
 
 
 def _stop_ray() -> None:
-    import ray
+    from .executor import shutdown
 
-    ray.shutdown()
+    shutdown()
 
 
 def _card(run_dir: str, console: Console) -> int:

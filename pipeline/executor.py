@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,39 +38,133 @@ class RunError(Exception):
 
 
 def connect(address: str | None = None, workers: int | None = None) -> None:
-    """Join a Ray cluster (address or RAY_ADDRESS), or start one on this machine."""
-    if ray.is_initialized():
+    """Join a Ray cluster (address or RAY_ADDRESS), or start one on this machine; or wait
+    for what `start` began."""
+    global _starting
+    if _starting is not None:
+        starting, _starting = _starting, None
+        starting.wait()
+    elif not ray.is_initialized():
+        _join(address, workers)
+
+
+def start(address: str | None = None, workers: int | None = None) -> None:
+    """Begin `connect` in a thread, so that what the build does meanwhile (imports, the
+    manifest, listing, planning) overlaps it: a local Ray takes ~2 s to start, most of
+    it the raylet waiting for its agents, and joining a running one ~0.5 s. `connect`
+    then waits for it. Nothing when Ray runs already or a start is under way.
+
+    The thread lives until `shutdown` has stopped Ray: the processes `ray.init` starts
+    (GCS server, raylet) ask the kernel for a signal when their parent dies
+    (PR_SET_PDEATHSIG), and on Linux the parent is the thread that started them, so
+    they would be killed the moment that thread ended."""
+    global _starting
+    if ray.is_initialized() or _starting is not None:
         return
+    _starting = _Start(address, workers)
+    _started.append(_starting)
+
+
+def _join(address: str | None, workers: int | None) -> None:
     address = address or os.environ.get("RAY_ADDRESS")
-    options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
-    unset = {k: v for k, v in memory.WORKER_ENV.items() if k not in os.environ}
     if address:
-        ray.init(address=address, **options)
+        ray.init(address=address, **_init_options())
         # A cluster's workers were started by `ray start`, not from this environment:
         # each task asks for the variables (Ray starts workers that have them).
+        unset = {k: v for k, v in memory.WORKER_ENV.items() if k not in os.environ}
         if unset:
             _TASK_OPTIONS["runtime_env"] = {"env_vars": unset}
     else:
-        # Workers of a local instance inherit this environment; a task runtime_env would
-        # make Ray start new workers instead of the ones it started with the instance.
-        os.environ.update(unset)
-        # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
-        # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
-        os.environ.setdefault("RAY_enable_metrics_collection", "0")
-        # The raylet connects to its own object store as it starts, and when the store
-        # isn't listening yet it retries after 1 s (the default): half of the starts took
-        # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
-        os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
-        os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
-        # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): what
-        # ray.init starts from here on is stopped when this process is gone, also when it
-        # is killed while ray.init runs.
-        ray_reaper.start()
-        # A local instance needs no network beyond loopback, and no job API (local_ray).
-        with loopback_only():
-            ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
-                     _node_ip_address="127.0.0.1", **options)
-        ray_reaper.started()
+        _start_local(workers)
+
+
+def abandon() -> None:
+    """Stop the Ray `start` began if no build went on to use it (an error came first):
+    once started, since stopping Ray while it starts is not safe."""
+    global _starting
+    if _starting is None:
+        return
+    starting, _starting = _starting, None
+    starting.done.wait()
+    shutdown()
+
+
+def shutdown() -> None:
+    """Stop Ray (the local one this process started, or leave the cluster), and end the
+    threads that started a local one."""
+    ray.shutdown()
+    while _started:
+        _started.pop().release.set()
+
+
+class _Start:
+    """The thread that joins or starts Ray, and what came of it."""
+
+    def __init__(self, address: str | None, workers: int | None) -> None:
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.release = threading.Event()  # set once Ray has stopped (shutdown)
+        # ray.init sets this handler (sys.exit, so that Ray's atexit hook stops it) only
+        # from the main thread, and warns when called from another: set here instead.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        logging.getLogger("ray._private.worker").addFilter(_not_main_thread_warning)
+        threading.Thread(target=self._run, args=(address, workers), name="ray-start",
+                         daemon=True).start()
+
+    def _run(self, address: str | None, workers: int | None) -> None:
+        try:
+            _join(address, workers)
+        except BaseException as error:  # raised again by wait(), in the build's thread
+            self.error = error
+        finally:
+            self.done.set()
+        self.release.wait()  # until Ray has stopped: see start
+
+    def wait(self) -> None:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+_starting: _Start | None = None  # begun by start, not yet waited for
+_started: list[_Start] = []  # their threads, until shutdown
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(signum)
+
+
+def _not_main_thread_warning(record: logging.LogRecord) -> bool:
+    return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def _init_options() -> dict[str, Any]:
+    return {"logging_level": logging.WARNING, "log_to_driver": True}
+
+
+def _start_local(workers: int | None) -> None:
+    # Workers of a local instance inherit this environment; a task runtime_env would
+    # make Ray start new workers instead of the ones it started with the instance.
+    for key, value in memory.WORKER_ENV.items():
+        os.environ.setdefault(key, value)
+    # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
+    # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
+    os.environ.setdefault("RAY_enable_metrics_collection", "0")
+    # The raylet connects to its own object store as it starts, and when the store
+    # isn't listening yet it retries after 1 s (the default): half of the starts took
+    # 3.7 s instead of 2.6. Retry every 100 ms instead, with the same 10 s patience.
+    os.environ.setdefault("RAY_raylet_client_connect_timeout_milliseconds", "100")
+    os.environ.setdefault("RAY_raylet_client_num_connect_attempts", "100")
+    # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): what
+    # ray.init starts from here on is stopped when this process is gone, also when it
+    # is killed while ray.init runs.
+    ray_reaper.start()
+    # A local instance needs no network beyond loopback, and no job API (local_ray).
+    with loopback_only():
+        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
+                 _node_ip_address="127.0.0.1", **_init_options())
+    ray_reaper.started()
 
 
 def is_done(task: Task, marker: str) -> bool:
