@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Language, Node, Parser
 
 from .balance import (
     html_cut_in_markup,
@@ -198,11 +198,12 @@ def error_spans(root: Node) -> tuple[list[Node], list[Node]]:
 
 # Grammar leniencies: tokens a grammar accepts where the language does not. A stray
 # `end` in Ruby (its `def` line deleted) ends up at top level, parsed as a call to a
-# method named `end`. (Python's: a block header without a body, syntax_python.)
-# (No `#eq?` predicate: a tree parsed through a read callback keeps no source text,
-# and py-tree-sitter 0.26 crashes evaluating text predicates on it.)
-_STRAY_KEYWORDS: dict[str, tuple[str, bytes]] = {
-    "Ruby": ("(program (identifier) @stray)", b"end"),
+# method named `end`: an `identifier` child of the root `program` (the query
+# `(program (identifier) @stray)`, read off the root's children: a query cursor walks
+# the whole tree, ~35% of a Ruby parse). (Python's: a block header without a body,
+# syntax_python.)
+_STRAY_KEYWORDS: dict[str, tuple[str, str, bytes]] = {
+    "Ruby": ("program", "identifier", b"end"),
 }
 
 
@@ -233,9 +234,7 @@ class Checker:
         self.language = language
         grammar = load_language(language)
         self.parser = Parser(grammar)
-        stray = _STRAY_KEYWORDS.get(language)
-        self._strays = Query(grammar, stray[0]) if stray else None
-        self._stray_text = stray[1] if stray else b""
+        self._stray = _STRAY_KEYWORDS.get(language)
         self._html = language == "HTML"
         self._flow: Checker | None = None  # JavaScript: the checker of `@flow` files
 
@@ -261,9 +260,12 @@ class Checker:
         """
         tree = parse(self.parser, data, timeout_s)
         strays: list[Node] = []
-        if self._strays is not None:
-            found = QueryCursor(self._strays).captures(tree.root_node).get("stray", [])
-            strays = [n for n in found if data[n.start_byte:n.end_byte] == self._stray_text]
+        if self._stray is not None:
+            root_type, child_type, text = self._stray
+            root = tree.root_node
+            if root.type == root_type:
+                strays = [n for n in root.children if n.type == child_type
+                          and data[n.start_byte:n.end_byte] == text]
         elif self.language == "Python":
             strays = empty_blocks(data, tree.root_node)
         if self._html:

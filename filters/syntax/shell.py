@@ -49,9 +49,14 @@ _SH_ARGUMENTS = re.compile(rb"""(?:[ \t\r]*(?:""" + _REGEX_MATCH + rb"""|""" + _
                                 |\$(?![('{"]))
                                 (?:[^\s;&|()<>"'`\\$\[\]{}?*+@!]+|""" + _EXTGLOB + rb"""|[?*+@!]
                                 |\$(?![('{"]))*)+""", re.X)
+# After a command's first word: its arguments if they come next, else the next command
+# token (one regex call: the second alternative is _SH_COMMAND itself).
+_SH_ARGUMENTS_OR_COMMAND = re.compile(rb"(?P<args>" + _SH_ARGUMENTS.pattern + rb")|"
+                                      + _SH_COMMAND.pattern, re.S | re.X)
 _SH_WORD_STATES = frozenset((b"case-head", b"case-pattern", b"case-word", b"for"))
-# Inside "...": only expansions open anything.
-_SH_DOUBLE = re.compile(rb"""[^"\\$`]+|\\.?|\$\(\(|\$\(|\$\{|\$|[`"]""", re.S)
+# Inside "...": only expansions open anything; text, escapes and a `$` that opens
+# nothing are one token.
+_SH_DOUBLE = re.compile(rb"""(?:[^"\\$`]+|\\.?|\$(?![({]))+|\$\(\(|\$\(|\$\{|[`"]""", re.S)
 # Inside ${...} (`#` and `%` are operators there) and $((...)) (`<<` is a shift): no
 # comment, no heredoc; brackets count in $((...)), only the closing brace in ${...}.
 _SH_EXPANSION = re.compile(rb"""[^"'\\$`()\[\]{}]+|\\.?|'[^']*'?|\$\(\(|\$\(|\$\{|\$
@@ -61,6 +66,7 @@ _SH_DOUBLE_ACTIVE = frozenset((b'"', b"$(", b"${", b"$((", b"`"))
 # A Python script started by a shell line (pip's `'''exec' python "$0" "$@"`): bash
 # never reads past that line, so what follows is not shell.
 _SH_EXEC_POLYGLOT = re.compile(rb"[ \t]*(?:'')*'exec'[ \t]")
+_SH_SKIPPED = frozenset(("esc", "comment", "redir", "end", "other"))
 _SH_KEYWORDS = frozenset(b"if fi case esac for select while until do done".split())
 # Words after which the next word is a command again (so `if`, `done` are keywords).
 # After `fi`, `done` and `esac` too: bash reads `esac done` and `fi fi`.
@@ -71,6 +77,8 @@ _SH_OPENS_FRAME = {b"$(": b"(", b"(": b"(", b"<(": b"(", b">(": b"(", b"$((": b"
 _SH_OPENER_OF = {b")": b"(", b"]": b"[", b"}": b"{"}
 _SH_SEPARATORS = frozenset((b";", b"&", b"&&", b"||", b"|", b"|&"))
 _SH_CASE_PATTERN = frozenset((b"case-pattern", b"case-word"))
+_SH_CASE_STATES = frozenset((b"case-head", b"case-pattern", b"case-word"))
+_SH_TEXT_STATES = frozenset((b'"', b"${", b"(("))  # lexed by _SH_DOUBLE / _SH_EXPANSION
 
 
 _ARITHMETIC_END = re.compile(rb"[();]")
@@ -124,9 +132,10 @@ def shell_imbalance(data: bytes) -> int:
     pos, end = 0, len(data)
     command = True  # is the next word a command's first word?
     heredocs: list[tuple[bytes, bool]] = []  # opened on this line, bodies start after it
+    polyglot = b"'exec'" in data  # else _SH_EXEC_POLYGLOT cannot match anywhere
     while pos < end:
         top = stack[-1] if stack else b""
-        if top == b'"' or top == b"${" or top == b"((":
+        if top in _SH_TEXT_STATES:
             m = (_SH_DOUBLE if top == b'"' else _SH_EXPANSION).match(data, pos)
             assert m is not None  # either pattern matches any byte
             tok = m.group()
@@ -160,20 +169,18 @@ def shell_imbalance(data: bytes) -> int:
             elif top != b'"' and tok[:1] == b"'" and (len(tok) == 1 or tok[-1:] != b"'"):
                 bad += 1  # a quote in ${...} or $((...)) left open at the end
             continue
-        if command and not stack and _SH_EXEC_POLYGLOT.match(data, pos):
+        if polyglot and command and not stack and _SH_EXEC_POLYGLOT.match(data, pos):
             break
         if not command and top not in _SH_WORD_STATES:
-            m = _SH_ARGUMENTS.match(data, pos)
-            if m:
-                pos = m.end()
-                continue
-        m = _SH_COMMAND.match(data, pos)
+            m = _SH_ARGUMENTS_OR_COMMAND.match(data, pos)
+        else:
+            m = _SH_COMMAND.match(data, pos)
         assert m is not None and m.lastgroup is not None  # `end` or `other` always matches
         kind = m.lastgroup
-        tok = m.group(kind)
         pos = m.end()
-        if kind in ("esc", "comment", "redir", "end", "other"):
+        if kind in _SH_SKIPPED or kind == "args":
             continue
+        tok = m.group(kind)
         if kind == "sq" or kind == "ansi":
             opening = 1 if kind == "sq" else 2  # `'` or `$'`
             bad += len(tok) == opening or tok[-1:] != b"'"  # unterminated at the end
@@ -183,19 +190,25 @@ def shell_imbalance(data: bytes) -> int:
             bad += top == b"case-word"
             if heredocs:
                 pos = m.start(kind) + 1  # the body starts right after the newline
-            for delimiter, dash in heredocs:
-                pos = _heredoc_end(data, pos, delimiter, dash, b"`" in stack)
-                if pos < 0:
-                    bad += 1
-                    pos = end
-                    break
-            heredocs.clear()
+                for delimiter, dash in heredocs:
+                    pos = _heredoc_end(data, pos, delimiter, dash, b"`" in stack)
+                    if pos < 0:
+                        bad += 1
+                        pos = end
+                        break
+                heredocs.clear()
         elif kind == "here":
             if tok != b"<<<":
                 heredocs.append((m.group("q1") or m.group("q2") or m.group("bare") or b"",
                                  m.group("dash") == b"-"))
         elif kind == "word":
-            command, bad = _shell_word(tok, stack, top, command, bad)
+            if top in _SH_CASE_STATES or tok in _SH_KEYWORDS:
+                command, bad = _shell_word(tok, stack, top, command, bad)
+            else:  # a plain word (most of them): only the `command` flag changes
+                command = command and tok in _SH_NEXT_IS_COMMAND
+        elif tok == b'"':  # a string opens wherever it stands (_shell_operator's rule)
+            stack.append(b'"')
+            command = False
         else:
             if tok == b"$((" and not _arithmetic(data, pos):
                 stack += [b"(", b"("]
