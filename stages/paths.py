@@ -1,6 +1,6 @@
 """Manifest parameters that are paths say so in their type: `LocalPath`.
 
-`pipeline/manifest.py` walks the parameter models (sources' readers, stages,
+`pipeline/manifest/` walks the parameter models (sources' readers, stages,
 `tokenizer:`, `train:`) and resolves every string a `LocalPath` field holds:
 placeholders ({stdlib}, {manifest_dir}, ${ENV}) expanded and a relative local path
 made absolute against the manifest's folder (URLs such as s3:// stay as written).
