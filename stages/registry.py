@@ -43,7 +43,7 @@ STAGE_INFO: dict[str, StageInfo] = {
     "optout": StageInfo("optout:OptOut", before=("exact_dedup", "minhash", "repo_context")),
     "licenses": StageInfo("licenses:Licenses"),
     "langid": StageInfo("langid:LangId"),
-    "quality": StageInfo("quality:Quality"),
+    "quality": StageInfo("quality.stage:Quality"),
     "syntax": StageInfo("syntax:Syntax"),
     "max_lines": StageInfo("max_lines:MaxLines"),
     "exact_dedup": StageInfo("exact_dedup:ExactDedup"),

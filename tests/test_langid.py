@@ -440,7 +440,7 @@ def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
     from lemur_data.filters.langid.code import language_by_extension, stack_name
     from lemur_data.pipeline.manifest import parse_manifest
     from lemur_data.stages.ingest import plan_units, read_unit
-    from lemur_data.stages.quality import CodeQualityParams, CodeThresholdTable
+    from lemur_data.stages.quality.code_params import CodeQualityParams, CodeThresholdTable
 
     examples = fixture("pygments") / "pygments-2.18.0/tests/examplefiles"
     coq, mathematica = examples / "verilog/example_coq.v", examples / "mathematica/example.ma"

@@ -18,7 +18,7 @@ from lemur_data.filters.quality.code_metrics import LineMetrics
 from lemur_data.filters.quality.text_rules import RegexWordTokenizer, build_rule
 from lemur_data.pipeline.manifest import ManifestError, parse_manifest
 from lemur_data.stages.base import ShardContext
-from lemur_data.stages.quality import Quality, QualityParams
+from lemur_data.stages.quality.stage import Quality, QualityParams
 from lemur_data.stages.storage import documents_table
 from tests.fixtures import fixture
 from tests.realdata import PURELIB, STDLIB, perturbed_prose, prose_paragraphs, write_jsonl
@@ -224,7 +224,7 @@ def test_data_formats_html_and_xml() -> None:
 
 
 def test_code_thresholds_resolve_preset_manifest_and_language() -> None:
-    from lemur_data.stages.quality import CodeRuleOverrides, CodeThresholdTable
+    from lemur_data.stages.quality.code_params import CodeRuleOverrides, CodeThresholdTable
 
     # every threshold of the rules is a manifest field
     assert set(CodeRuleOverrides.model_fields) == set(code_rules.THRESHOLD_NAMES)

@@ -168,7 +168,7 @@ storage.skip_pandas_probe()
 from lemur_data.filters.minhash.shingles import batch_shingle_hashes
 from lemur_data.stages.base import ShardContext
 from lemur_data.stages.minhash.hashing import permutations, signatures
-from lemur_data.stages.quality import Quality, QualityParams
+from lemur_data.stages.quality.stage import Quality, QualityParams
 files = sorted((Path(sysconfig.get_paths()["stdlib"]) / "json").glob("*.py"))
 docs = storage.documents_table([{"id": str(p), "text": p.read_text(), "source": "s",
                                  "kind": "code", "lang": "Python"} for p in files])
