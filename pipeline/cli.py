@@ -25,7 +25,6 @@ from .cli_commands import (
     make_console,
     push_command,
 )
-from .cli_plan import plan_command
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -115,6 +114,8 @@ def _manifest_command(args: argparse.Namespace, console: Console) -> int:
         manifest = manifest.model_copy(update={"sample": args.sample})
     run_dir = args.run_dir or default_run_dir(manifest)
     if args.command == "plan":
+        from .cli_plan import plan_command  # a build never needs it
+
         return plan_command(manifest, run_dir, args.cores_per_node)
     if args.command == "launch":
         from .launch.run import launch_command
