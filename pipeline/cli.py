@@ -15,16 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .cli_args import parser
-from .cli_commands import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    card_command,
-    index_command,
-    make_console,
-    push_command,
-)
+from .cli_commands import card_command, index_command, make_console, push_command
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,5 +1,5 @@
-"""The commands that need a finished run folder (`index`, `card`, `push`), the exit codes
-every command returns and its console.
+"""The commands that need a finished run folder (`index`, `card`, `push`), and the
+console every command prints to.
 
 Each imports what it needs when it runs: the CLI's start stays light (see cli.py)."""
 
@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+from .exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def make_console(*args: Any, **kwargs: Any) -> Console:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .cli_commands import EXIT_OK, EXIT_USAGE, make_console
+from .cli_commands import make_console
+from .exit_codes import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from ...stages import storage
 from ...stages.tokenize.tokenizer import TokenizerConfig
+from ..exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ..manifest import Manifest
 from .checks import Check, failed, run_checks
 from .nodes import Distributed, resolve_distributed
@@ -28,8 +29,6 @@ from .tokenizer_files import (
     stage_tokenizer,
     tokenizer_files,
 )
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class LaunchError(Exception):

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from ..exit_codes import EXIT_OK, EXIT_USAGE
+
 GROUP_KEYS = ("reason", "stage", "source", "lang", "outcome")
 OUTCOMES = ("removed", "kept", "replaced", "all")
 
