@@ -7,12 +7,14 @@ stopped by Ctrl-C (rerunning it resumes).
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import shutil
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .cli_args import parser
 from .cli_commands import card_command, index_command, make_console, push_command
@@ -28,7 +30,33 @@ if TYPE_CHECKING:
 # traceback of an interrupted import. The parser (cli_args.py), the other commands
 # (cli_plan.py, cli_commands.py) and the exit codes import nothing heavy either.
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_run_dir", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_run_dir",
+           "exit_now", "main", "run"]
+
+
+def run() -> NoReturn:
+    """The `lemur-data` command (and `python -m lemur_data.pipeline.cli`): `main`, then
+    `exit_now`. Tests call `main`, which returns."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process once a command is done, skipping the interpreter's teardown.
+
+    Freeing the ~1,600 modules a build imports (Ray's and gRPC's C++ state, Arrow,
+    matplotlib) took ~0.4 s after the last output, a third of a small build's fixed
+    cost, and writes nothing: every file of the run is written and closed by then.
+    What a normal exit does first is done here too: threads that are not daemons are
+    joined, the atexit handlers run (Ray's shutdown, logging's flush), and stdout and
+    stderr are flushed."""
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # what interpreter exit runs first (CPython's atexit module)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken pipe: nothing to keep
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -168,4 +196,4 @@ def _stop_ray() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

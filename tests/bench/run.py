@@ -54,13 +54,14 @@ SHARD_BYTES = "4MiB"
 # Our driver, run in a fresh process: the CLI, then this process's own peak memory.
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec (a child reports at
 # least its parent's peak); VmHWM belongs to the process's own memory map.
+# It ends as the `lemur-data` command does (cli.exit_now).
 DRIVER = ("import json, sys\n"
-          "from lemur_data.pipeline.cli import main\n"
+          "from lemur_data.pipeline.cli import exit_now, main\n"
           "code = main(sys.argv[2:])\n"
           "hwm = next(int(line.split()[1]) for line in open('/proc/self/status')\n"
           "           if line.startswith('VmHWM:'))\n"
           "open(sys.argv[1], 'w').write(json.dumps({'peak_driver_rss_mb': round(hwm / 1024, 1)}))\n"
-          "sys.exit(code)\n")
+          "exit_now(code)\n")
 
 
 def our_manifest(corpus: Path, extra: bool) -> dict[str, Any]:
