@@ -34,10 +34,22 @@ __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_
            "exit_now", "main", "run"]
 
 
+# What a shell reports for a command whose reader went away (128 + SIGPIPE), as for
+# `git log | head`.
+EXIT_BROKEN_PIPE = 141
+
+
 def run() -> NoReturn:
     """The `lemur-data` command (and `python -m lemur_data.pipeline.cli`): `main`, then
-    `exit_now`. Tests call `main`, which returns."""
-    exit_now(main())
+    `exit_now`. Tests call `main`, which returns.
+
+    Output piped to a reader that stops early (`lemur-data inspect ... | head`) ends the
+    command quietly, as Unix tools do, not with a BrokenPipeError traceback."""
+    try:
+        code = main()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    exit_now(code)
 
 
 def exit_now(code: int) -> NoReturn:

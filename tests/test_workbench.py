@@ -344,3 +344,21 @@ def test_the_report_shows_examples_of_every_reason(demo_sample: Path) -> None:
     texts = [text for items in parser.found.values() for _, text in items]
     if any("<" in text or "&" in text for text in texts):  # parsed back from &lt; / &amp;
         assert "&lt;" in page or "&amp;" in page
+
+
+def test_inspect_piped_into_a_reader_that_stops_ends_quietly(demo_sample: Path) -> None:
+    """`lemur-data inspect ... | head -1`: the reader closes the pipe after one line; the
+    command stops with the shell's SIGPIPE status, and no traceback. (-n 100 prints far
+    more than a pipe holds, so the command is still writing when the pipe closes.)"""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "lemur_data.pipeline.cli", "inspect",
+                                "--run-dir", str(demo_sample), "-n", "100"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()  # as `head -1` does once it has its line
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, error
+    assert first.strip() and "Traceback" not in error and "BrokenPipe" not in error, error
