@@ -7,6 +7,7 @@ import json
 import re
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,6 +21,9 @@ from lemur_data.stages.storage import documents_table
 from tests.fixtures import fixture
 from tests.realdata import PURELIB, STDLIB, prose_paragraphs, write_jsonl
 from tests.runs import removed_reasons, run_build
+
+if TYPE_CHECKING:
+    from lemur_data.pipeline.manifest import Manifest
 
 # man page folder -> lid.176 label (fixtures: Debian's manpages, manpages-de/-fr/-es/-ru/-ja/-zh)
 MAN_LANGUAGES = {"": "en", "de": "de", "fr": "fr", "es": "es", "ru": "ru", "ja": "ja",
@@ -428,6 +432,18 @@ def test_keep_names_resolve_to_linguists_and_unknown_names_fail(tmp_path: Path) 
                        base_dir=tmp_path)
 
 
+
+def _documents(manifest: Manifest) -> pa.Table:
+    """Every source's documents, read unit by unit as a build reads them, in the
+    documents table's columns."""
+    from lemur_data.stages.ingest import plan_units, read_unit
+
+    docs = pa.concat_tables(
+        read_unit(s.reader, s.info(), unit) for s in manifest.sources
+        for unit in plan_units(s.reader, s.info(), 100, 2**30))
+    return docs.drop_columns([c for c in docs.column_names
+                              if c not in documents_table([]).column_names])
+
 def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
     """enry-python's linguist data renamed Coq (Rocq Prover), Mathematica (Wolfram
     Language), FreeBasic (FreeBASIC), Genero (Genero 4gl), Genero Forms (Genero per).
@@ -439,7 +455,6 @@ def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
 
     from lemur_data.filters.langid.code import language_by_extension, stack_name
     from lemur_data.pipeline.manifest import parse_manifest
-    from lemur_data.stages.ingest import plan_units, read_unit
     from lemur_data.stages.quality.code_params import CodeQualityParams, CodeThresholdTable
 
     examples = fixture("pygments") / "pygments-2.18.0/tests/examplefiles"
@@ -470,11 +485,7 @@ def test_renamed_languages_meet_under_the_stacks_names(tmp_path: Path) -> None:
          "reader": {"type": "files", "paths": [str(tree / mathematica.name)]}}]},
         "m", tmp_path)
     assert manifest.sources[2].lang == "Mathematica"
-    docs = pa.concat_tables(
-        read_unit(s.reader, s.info(), unit) for s in manifest.sources
-        for unit in plan_units(s.reader, s.info(), 100, 2**30))
-    docs = docs.drop_columns([c for c in docs.column_names
-                              if c not in documents_table([]).column_names])
+    docs = _documents(manifest)
     labels = docs.column("lang").to_pylist()
     assert sorted(labels) == ["Coq", "Coq", "Coq", "Mathematica", "Mathematica", "Mathematica"]
 
@@ -522,7 +533,6 @@ def test_the_stack_v1_names_meet_the_stack_v2_names(tmp_path: Path) -> None:
     Manpage, so the row is not compared with detection)."""
     from lemur_data.filters.langid.code import STACK_V1_NAMES, stack_name
     from lemur_data.pipeline.manifest import parse_manifest
-    from lemur_data.stages.ingest import plan_units, read_unit
     from tests.test_lemur_sources import STACK_SCHEMA
 
     examples = fixture("pygments") / "pygments-2.18.0/tests/examplefiles"
@@ -551,11 +561,7 @@ def test_the_stack_v1_names_meet_the_stack_v2_names(tmp_path: Path) -> None:
          "reader": {"type": "files", "paths": [str(examples / "vim/phpcomplete.vim")]}}]},
         "m", tmp_path)
     assert manifest.sources[1].lang == "Vim Script"
-    docs = pa.concat_tables(
-        read_unit(s.reader, s.info(), unit) for s in manifest.sources
-        for unit in plan_units(s.reader, s.info(), 100, 2**30))
-    docs = docs.drop_columns([c for c in docs.column_names
-                              if c not in documents_table([]).column_names])
+    docs = _documents(manifest)
     assert docs.column("lang").to_pylist() == [v2 for *_, v2 in files] + ["Vim Script"]
     for (v1, _, name, v2), doc in zip(STACK_V1_FILES, docs.to_pylist()[:len(STACK_V1_FILES)],
                                       strict=True):
