@@ -245,7 +245,17 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         run_dir = os.path.abspath(run_dir)
     _refuse_whitespace(manifest, run_dir)
     start(ray_address, workers)  # the input is listed and planned meanwhile
-    units, sampled, plan = _prepare(manifest, run_dir, relist)
+    budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
+    units = list_units(manifest, full=True)
+    sampled = None
+    if manifest.sample is not None:
+        from .sample import describe, sample_units
+
+        chosen = sample_units(units, manifest.sample, manifest.seed)
+        sampled = describe(units, chosen, manifest.sample)
+        units = chosen
+    plan = None if budgeted else plan_run(manifest, run_dir, units)
+    prepare_run_dir(manifest, run_dir, units, relist)
     connect(ray_address, workers)
     # The report's imports (matplotlib, ~1 s) while the tasks run and this process waits
     # for them, rather than after the last one.
@@ -289,27 +299,6 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                                            "task_seconds": runner.task_seconds},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
-
-
-Prepared = tuple[dict[str, list[InputUnit]], dict[str, Any] | None, RunPlan | None]
-
-
-def _prepare(manifest: Manifest, run_dir: str, relist: bool) -> Prepared:
-    """The units to read (a sample's, if the manifest asks for one), what stats.json says
-    of the sample, and the plan of a `read: all` build (a `read: needed` one plans
-    round by round); the run folder is checked and its listing recorded."""
-    budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
-    units = list_units(manifest, full=True)
-    sampled = None
-    if manifest.sample is not None:
-        from .sample import describe, sample_units
-
-        chosen = sample_units(units, manifest.sample, manifest.seed)
-        sampled = describe(units, chosen, manifest.sample)
-        units = chosen
-    plan = None if budgeted else plan_run(manifest, run_dir, units)
-    prepare_run_dir(manifest, run_dir, units, relist)
-    return units, sampled, plan
 
 
 def _import_report() -> None:

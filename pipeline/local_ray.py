@@ -93,7 +93,6 @@ def _minimal_agent() -> ImportError:
     return ImportError("a build's local Ray runs its dashboard agent minimal")
 
 
-
 AGENT_OPTION = "--dashboard_agent_command="
 
 
