@@ -56,7 +56,7 @@ def exit_now(code: int) -> NoReturn:
     """End the process once a command is done, skipping the interpreter's teardown.
 
     Freeing the ~1,600 modules a build imports (Ray's and gRPC's C++ state, Arrow,
-    matplotlib) took ~0.4 s after the last output, a third of a small build's fixed
+    matplotlib) took ~0.4 s after the last output, a tenth of a small build's fixed
     cost, and writes nothing: every file of the run is written and closed by then.
     What a normal exit does first is done here too: threads that are not daemons are
     joined, the atexit handlers run (Ray's shutdown, logging's flush), and stdout and
