@@ -18,7 +18,7 @@ import sentencepiece as spm
 from tokenizers import Tokenizer
 
 from lemur_data.stages.tokenize import convert
-from lemur_data.stages.tokenize.backends import split
+from lemur_data.stages.tokenize.backends import flat_encode, split
 from lemur_data.stages.tokenize.stage import Tokenize, TokenizeParams
 from lemur_data.stages.tokenize.tokenizer import (
     DEFAULT_PACKAGE_MODEL,
@@ -158,3 +158,19 @@ def test_the_conversion_checks_are_cached_beside_the_tokenizer_json(tmp_path: Pa
         ids.append(_fast_ids(tokenizer, texts))
     assert len(list(tmp_path.glob("tokenizers/*.checks.json"))) == 1
     assert ids[0] == ids[1] == ids[2]
+
+
+def test_merges_are_written_as_strings_and_encode_as_pairs_do() -> None:
+    """tokenizer.json's merges as `"a b"` strings (fastokens loads them in ~60% of the
+    time of `["a", "b"]` pairs): the same ids as the pair form on real text."""
+    import fastokens
+
+    data = json.loads(convert.tokenizer_json(convert.load_proto(
+        package_file(DEFAULT_PACKAGE_MODEL))))
+    merges = data["model"]["merges"]
+    assert all(isinstance(m, str) and m.count(" ") == 1 for m in merges)
+    pairs = {**data, "model": {**data["model"], "merges": [m.split(" ") for m in merges]}}
+    texts = demo_slice()[::2] + multilingual()[::4]
+    ids = [split(*flat_encode(fastokens.Tokenizer.from_json_str(json.dumps(d)), texts))
+           for d in (data, pairs)]
+    assert ids[0] == ids[1] and sum(map(len, ids[0])) > 100_000

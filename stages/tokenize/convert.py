@@ -23,7 +23,7 @@ from typing import Any
 # sentencepiece_model.proto: ModelProto.SentencePiece.Type and TrainerSpec.ModelType
 NORMAL, USER_DEFINED, UNUSED = 1, 4, 5
 BPE = 2
-CONVERSION = 1  # bump when tokenizer_json's output or the checks change: names the cached files
+CONVERSION = 2  # bump when tokenizer_json's output or the checks change: names the cached files
 
 
 def _cache_file(model: bytes, suffix: str) -> Path:
@@ -173,5 +173,15 @@ def tokenizer_json(proto: Any) -> str:
         "model": {"type": "BPE", "dropout": None, "unk_token": unk,
                   "continuing_subword_prefix": None, "end_of_word_suffix": None,
                   "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-                  "vocab": vocab, "merges": [[a, b] for a, b, _ in merges]},
+                  "vocab": vocab, "merges": _merge_list(merges)},
     }, ensure_ascii=False)
+
+
+def _merge_list(merges: list[tuple[str, str, float]]) -> list[str] | list[list[str]]:
+    """The merges as `"a b"` strings, the older of tokenizer.json's two forms: fastokens
+    reads them in 0.11 s against 0.19 s as `["a", "b"]` pairs (Llama's 59k merges;
+    every Ray worker loads the tokenizer once). The pair form is kept for a model whose
+    merged pieces hold a space, which a string could not tell apart."""
+    if any(" " in a or " " in b for a, b, _ in merges):
+        return [[a, b] for a, b, _ in merges]
+    return [f"{a} {b}" for a, b, _ in merges]
