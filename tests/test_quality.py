@@ -825,3 +825,29 @@ def test_gopher_quality_decisions_and_word_metrics_are_datatroves() -> None:
                  if any(ch not in PUNCTUATION_SET for ch in w)]
         expected = (len(words), sum(map(len, words)) / len(words) if words else 0.0)
         assert word_metrics(text, splitter) == expected
+
+
+def test_word_split_by_chunks_equals_the_regex_on_the_whole_text(monkeypatch) -> None:
+    """The splitter's words come from each whitespace-separated chunk's (memoized):
+    the same list as the regex on the whole text, for real English, code read as text,
+    perturbed prose, and the same texts re-spaced with every kind of Unicode whitespace,
+    cut so that they end inside a chunk, or memoized in a memo that starts over."""
+    from lemur_data.filters.quality import text_rules
+
+    code = [p.read_text() for p in sorted((STDLIB / "json").glob("*.py"))]
+    docs = _english_docs() + perturbed_prose(40, seed=8) + code
+    spaces = [" ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0",
+              "\u1680", "\u2007", "\u2028", "\u2029", "\u202f", "\u3000"]
+    rng = random.Random(9)
+    respaced = ["".join(w + rng.choice(spaces) for w in d.split()) for d in docs[:60]]
+    cut = [d[:rng.randrange(1, len(d) + 1)] for d in docs if d]
+    edges = ["", " ", "A.", "A. b", "Mr. X. Y.", "don't", "it's.", "x-----", "--cut---- a",
+             "http://example.org/a.", "e\u0301t\u00e9 ﬁx", "_a_ ...", "１ ％"]
+    texts = docs + respaced + cut + edges
+    for memo_size in (text_rules._Chunks.MAX, 50):
+        monkeypatch.setattr(text_rules._Chunks, "MAX", memo_size)
+        text_rules._CHUNKS.clear()
+        for text in texts:
+            assert text_rules.split_words(text) == text_rules._WORDS.findall(text), text[:80]
+        assert len(text_rules._CHUNKS) <= memo_size
+    assert sum(len(text_rules._WORDS.findall(t)) for t in texts) > 100_000

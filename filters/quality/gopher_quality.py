@@ -4,7 +4,8 @@
 tests every word of a document character by character twice (has it a character
 that is not punctuation; has it a letter), most of the filter's time. A text repeats
 its words, so `CountedGopherQuality` tests each distinct word once and weighs it by
-its count (`word_counts`, shared with the quality stage's word metrics). The sums are
+its count (`word_counts`; `symbol_free`, cached, shared with the quality stage's word
+metrics). The sums are
 the same integers, the mean word length the same float (numpy's mean of integer
 lengths sums exactly in float64), so the decisions are datatrove's;
 tests/test_quality.py compares them on real and perturbed text.
@@ -29,8 +30,11 @@ def word_counts(text: str, language: Any) -> Counter[str]:
     return Counter(split_into_words(text, language))
 
 
-def symbol_free(counts: Counter[str]) -> tuple[int, int]:
-    """Words holding a character that is not punctuation, and their total length."""
+@lru_cache(5)
+def symbol_free(text: str, language: Any) -> tuple[int, int]:
+    """Words of `text` (datatrove's split) holding a character that is not punctuation,
+    and their total length; cached, as the stage's word metrics and the filter both ask."""
+    counts = word_counts(text, language)
     kept = [(word, n) for word, n in counts.items() if word.translate(_NO_PUNCTUATION)]
     return sum(n for _, n in kept), sum(len(word) * n for word, n in kept)
 
@@ -45,7 +49,7 @@ class CountedGopherQuality(GopherQualityFilter):
         n_words = len(words)
         counts = word_counts(text, self.language)
 
-        n_non_symbol_words_words, length = symbol_free(counts)
+        n_non_symbol_words_words, length = symbol_free(text, self.language)
 
         # words < min_doc_words or words > max_doc_words
         if self.min_doc_words and n_non_symbol_words_words < self.min_doc_words:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from datatrove.data import Document
 from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter
 from datatrove.utils.word_tokenizers import WordTokenizer
 
-from .gopher_quality import CountedGopherQuality, symbol_free, word_counts
+from .gopher_quality import CountedGopherQuality, symbol_free
 from .gopher_repetition import NumpyGopherRepetition
 
 # One pass of alternatives, first match wins; mirrors spaCy's English tokenizer closely
@@ -57,6 +58,42 @@ _WORDS = re.compile(
 _SENTENCE_END = re.compile(r"""(?:[.!?。！？‼⁇⁈⁉]+|…)['"”’)\]]*(?=\s)""")
 
 
+class _Chunks(dict[str, list[str]]):
+    """The words of each whitespace-separated chunk met so far, as `_WORDS` splits the
+    chunk followed by whitespace.
+
+    No word holds whitespace and no alternative of `_WORDS` looks further than one
+    character past a chunk or before it (`\\b`, `(?=\\s)`, `(?<=\\w)`, ...), where
+    whitespace or the text's edge reads the same, so a text's words are its chunks'
+    words in order (`str.split` and `\\s` are the same Unicode whitespace). Prose
+    repeats its chunks ("the", "of", "words,"): the regex then runs on ~1 in 6, and
+    a chunk of letters only is one word without it."""
+
+    MAX = 1 << 18  # chunks kept; past that the memo starts over (~30 MB at most)
+
+    def __missing__(self, chunk: str) -> list[str]:
+        if len(self) >= self.MAX:
+            self.clear()
+        words = self[chunk] = [chunk] if chunk.isalpha() else _WORDS.findall(chunk + " ")
+        return words
+
+
+_CHUNKS = _Chunks()
+
+
+def split_words(text: str) -> list[str]:
+    """`_WORDS.findall(text)`, from the words of the text's chunks (`_Chunks`): about
+    half the time on prose (0.34 -> 0.18 s on the 50 MB benchmark's 3 MB of text)."""
+    chunks = text.split()
+    if not chunks:
+        return []
+    if text[-1].isspace():
+        return list(chain.from_iterable(map(_CHUNKS.__getitem__, chunks)))
+    # the last chunk ends the text: `(?=\s)` (initials "A.") does not hold after it
+    words = list(chain.from_iterable(map(_CHUNKS.__getitem__, chunks[:-1])))
+    return words + _WORDS.findall(chunks[-1])
+
+
 class RegexWordTokenizer(WordTokenizer):
     """A datatrove WordTokenizer in one regex: spaCy's English results, ~40x faster."""
 
@@ -64,7 +101,7 @@ class RegexWordTokenizer(WordTokenizer):
         super().__init__(language)
 
     def word_tokenize(self, text: str) -> list[str]:
-        return _WORDS.findall(text)
+        return split_words(text)
 
     def sent_tokenize(self, text: str) -> list[str]:
         return [text[a:b].strip() for a, b in self.span_tokenize(text) if text[a:b].strip()]
@@ -141,8 +178,8 @@ def check_text(text: str, rules: Iterable[TextRule]) -> tuple[str | None, str]:
 def word_metrics(text: str, tokenizer: WordTokenizer | str) -> tuple[int, float]:
     """Words with a non-punctuation character, and their mean length (Gopher's measures).
 
-    Goes through datatrove's cached splitter and `word_counts`, so the filters that run
-    next reuse them.
+    Goes through datatrove's cached splitter and the cached `symbol_free`, so the filters
+    that run next reuse them.
     """
-    words, length = symbol_free(word_counts(text, tokenizer))
+    words, length = symbol_free(text, tokenizer)
     return words, (length / words if words else 0.0)
