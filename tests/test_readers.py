@@ -20,7 +20,7 @@ import pytest
 
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import READERS, make_reader, plan_units, read_unit
-from lemur_data.stages.readers import jsonl as jsonl_reader
+from lemur_data.stages.readers import compressed
 from lemur_data.stages.readers.common import Reader, ReaderError, document_id
 from tests.realdata import (
     PURELIB,
@@ -270,7 +270,7 @@ def test_compressed_jsonl_is_cut_by_its_decompressed_bytes(tmp_path: Path) -> No
             cut_units, cut = units_and_tables(source, tmp_path, max_bytes=max_bytes)
             source["reader"]["paths"] = ["code.jsonl"]
             assert [u.payload["inflated"] for u in cut_units] == [len(plain)] * len(cut_units)
-            assert len(cut_units) == min(jsonl_reader._MAX_PARTS, len(units)), kind
+            assert len(cut_units) == min(compressed.MAX_PARTS, len(units)), kind
             assert cut.column("reason").null_count == cut.num_rows, kind  # nothing quarantined
             assert cut.column("text").to_pylist() == [r["text"] for r in records], kind
             assert cut.column("path").to_pylist() == [r["path"] for r in records], kind
@@ -312,13 +312,13 @@ def test_compressed_jsonl_planning_reads_headers_or_counts(tmp_path: Path) -> No
     write_jsonl(tmp_path / "code.jsonl", records)
     plain = (tmp_path / "code.jsonl").read_bytes()
     copies = _compressed_copies(tmp_path, plain)
-    assert jsonl_reader._zstd_stated_size(str(copies["zst"])) == len(plain)
-    assert jsonl_reader._zstd_stated_size(str(copies["zst frames"])) is None
+    assert compressed._zstd_stated_size(str(copies["zst"])) == len(plain)
+    assert compressed._zstd_stated_size(str(copies["zst frames"])) is None
     for path in copies.values():
-        assert jsonl_reader._inflated_size(str(path), path.stat().st_size, 1) == \
+        assert compressed.inflated_size(str(path), path.stat().st_size, 1) == \
             (len(plain), False)
     small = copies["gz"].stat().st_size // 2000  # as if 2000x: capped at 1000x
-    assert jsonl_reader._inflated_size(str(copies["gz"]), small, 100) == (1000 * small, True)
+    assert compressed.inflated_size(str(copies["gz"]), small, 100) == (1000 * small, True)
 
 
 def test_large_jsonl_is_read_as_byte_ranges_with_the_same_documents(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import yaml
 
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.stages.ingest import plan_units, read_unit
-from lemur_data.stages.readers import jsonl as jsonl_reader
+from lemur_data.stages.readers import compressed
 from lemur_data.stages.readers.common import InputUnit, document_id
 from tests.realdata import STDLIB, write_jsonl
 from tests.runs import digest
@@ -42,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Sizes and counts kept in this test's folder, not the user's cache."""
     monkeypatch.setenv("LEMUR_DATA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(jsonl_reader, "_SIZED", {})
+    monkeypatch.setattr(compressed, "_SIZED", {})
     return tmp_path / "cache"
 
 
@@ -113,7 +113,7 @@ def test_remote_compressed_jsonl_is_cut_into_bounded_units(
         client.upload_file(str(path), BUCKET, f"cut/{path.name}")
     max_bytes = len(plain) // 5
     for kind, path in copies.items():
-        assert path.stat().st_size > jsonl_reader._SAMPLE, kind  # sampled, not read whole
+        assert path.stat().st_size > compressed._SAMPLE, kind  # sampled, not read whole
         url = f"s3://{BUCKET}/cut/{path.name}"
         fetched = _Fetched(monkeypatch)
         manifest = parse_manifest({"name": "t", "sources": [
@@ -164,12 +164,12 @@ def test_a_remote_zstd_bomb_is_read_in_bounded_units_up_to_the_cap(
         for _ in range(8000):
             out.write(raw_line)
     size = bomb.stat().st_size
-    assert size < jsonl_reader._SAMPLE and size * 1000 < 8000 * len(raw_line)
+    assert size < compressed._SAMPLE and size * 1000 < 8000 * len(raw_line)
     s3_env.client().upload_file(str(bomb), BUCKET, "bomb/bomb.jsonl.zst")
     cap = max(1000 * size, 2 << 20)
     units, table = _plan_and_read([f"s3://{BUCKET}/bomb/bomb.jsonl.zst"], tmp_path, 4 << 20,
                                   max_doc_bytes="1MiB")
-    assert len(units) == min(jsonl_reader._MAX_PARTS, -(-cap // (4 << 20))) > 1
+    assert len(units) == min(compressed.MAX_PARTS, -(-cap // (4 << 20))) > 1
     assert units[-1].payload["inflated"] == cap and units[-1].payload["capped"]
     rows = table.to_pylist()
     assert [r["reason"] for r in rows[:-1]] == [None] * (cap // len(raw_line))
@@ -226,7 +226,7 @@ def test_remote_sizes_are_kept_by_the_objects_stamps(
     fetched = _Fetched(monkeypatch)
     first = _plan_and_read_units(paths, tmp_path, len(plain) // 3)
     assert len(fetched.ranged) == 3  # 18 bytes of the zstd, then both samples
-    monkeypatch.setattr(jsonl_reader, "_SIZED", {})  # as in a new process
+    monkeypatch.setattr(compressed, "_SIZED", {})  # as in a new process
     fetched = _Fetched(monkeypatch)
     assert _plan_and_read_units(paths, tmp_path, len(plain) // 3) == first
     assert fetched.ranged == []
@@ -236,7 +236,7 @@ def test_remote_sizes_are_kept_by_the_objects_stamps(
     import s3fs
 
     s3fs.S3FileSystem.clear_instance_cache()  # a new listing, as a new process has
-    monkeypatch.setattr(jsonl_reader, "_SIZED", {})
+    monkeypatch.setattr(compressed, "_SIZED", {})
     fetched = _Fetched(monkeypatch)
     changed = _plan_and_read_units(paths, tmp_path, len(plain) // 3)
     assert len(fetched.ranged) == 3 and changed != first
@@ -286,7 +286,7 @@ def test_a_local_count_is_kept_by_the_files_stamp(tmp_path: Path,
     _, plain, _ = _corpus(tmp_path)
     copies = _compressed_copies(tmp_path, plain)
     counted: list[int] = []
-    real = jsonl_reader._decompressed
+    real = compressed.decompressed
 
     def counting(raw: Any, path: str, *args: Any) -> Any:
         stream = real(raw, path, *args)
@@ -299,7 +299,7 @@ def test_a_local_count_is_kept_by_the_files_stamp(tmp_path: Path,
         stream.read1 = measured
         return stream
 
-    monkeypatch.setattr(jsonl_reader, "_decompressed", counting)
+    monkeypatch.setattr(compressed, "decompressed", counting)
     counts = ("gz", "bz2", "xz", "zst frames")
     paths = [str(copies[kind]) for kind in counts]
     plan = lambda: _plan_and_read_units(paths, tmp_path, len(plain) // 3)  # noqa: E731
