@@ -257,8 +257,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     plan = None if budgeted else plan_run(manifest, run_dir, units)
     prepare_run_dir(manifest, run_dir, units, relist)
     connect(ray_address, workers)
-    # The report's imports (matplotlib, ~1 s) while the tasks run and this process waits
-    # for them, rather than after the last one.
+    # The report's imports (matplotlib, every stage's hooks: ~1 s) while the tasks run
+    # and this process waits for them, rather than after the last one.
     threading.Thread(target=_import_report, name="import-report", daemon=True).start()
     runner = _Runner(workers, progress, console)
     read: dict[str, Any] | None = None
@@ -304,7 +304,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
 def _import_report() -> None:
     """Import what writes the report; an error is left for the import that needs it."""
     with contextlib.suppress(Exception):  # raised again where write_run_docs is imported
-        import_module(".publish.run_docs", __package__)
+        import_module(".publish.run_docs", __package__).prepare()
 
 
 def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]],

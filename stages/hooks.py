@@ -43,7 +43,8 @@ class BarChart:
     heading: str
     """The title drawn above the bars."""
     labels: list[str]
-    """One per category (x axis)."""
+    """One per category (x axis). A chart of one category is not drawn: the report says
+    its values in a sentence (pipeline/publish/plots.py `Note`)."""
     series: list[tuple[str, str, list[float]]]
     """(legend label, colour, one value per category)."""
     ylabel: str

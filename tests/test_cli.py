@@ -58,6 +58,30 @@ def test_validate_and_plan_the_demo() -> None:
     assert "python-stdlib" in plan.stdout and "01-ingest" in plan.stdout
 
 
+_IMPORTS_PROBE = """
+import contextlib, io, sys
+from lemur_data.pipeline.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    if sys.argv[1] == "help":
+        with contextlib.suppress(SystemExit):
+            main(["build", "--help"])
+    else:
+        assert main(["validate", "--manifest", "manifests/demo.yaml"]) == 0
+print(sorted(m for m in ("matplotlib", "ray", "polars", "pandas", "scipy", "detect_secrets",
+                         "huggingface_hub") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("command", ["help", "validate"])
+def test_help_and_validate_import_no_plot_ray_or_dataframe_library(command: str) -> None:
+    """`build --help` and `validate` answer without matplotlib, Ray, the dataframe
+    libraries, detect-secrets or the Hub client (each ~0.1-1 s to import)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, command], cwd=REPO, env=env,
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert out.strip() == "[]", out
+
+
 @pytest.mark.slow
 def test_failed_run_exits_1_naming_the_file(tmp_path: Path) -> None:
     stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))

@@ -321,3 +321,28 @@ def test_the_waterfall_legend_fits_the_figure(mixed_run: Path) -> None:
     assert len(labels) >= 12 and long[0] in labels, labels
     assert all(box.x0 >= 0 and box.x1 <= width for box in texts), \
         [(label, b.x0, b.x1) for label, b in zip(labels, texts, strict=True)]
+
+
+def test_a_one_category_figure_is_a_sentence(mixed_run: Path, tmp_path: Path) -> None:
+    """A mix of one component and output of one language: their bar charts would hold
+    one bar each, so the report says it in a sentence and draws nothing; a figure an
+    earlier card drew for them is removed, and the card no longer links it."""
+    copy = tmp_path / "run"
+    shutil.copytree(mixed_run, copy)
+    stats = json.loads((copy / "stats.json").read_text())
+    assert len(stats["mixture"]["components"]) == 2 and len(stats["profile"]["tokens_by_lang"]) > 1
+    one = stats["mixture"]["components"][0]
+    stats["mixture"]["components"] = [one]
+    lang, tokens = max(stats["profile"]["tokens_by_lang"].items(), key=lambda kv: kv[1])
+    stats["profile"]["tokens_by_lang"] = {lang: tokens}
+    (copy / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True))
+    assert main(["card", "--run-dir", str(copy)]) == 0
+    assert {p.stem for p in (copy / "plots").glob("*.png")} == {"waterfall", "lengths"}
+    page = (copy / "report.html").read_text()
+    notes = dict(re.findall(r'<p class="figure-note" id="fig-(\w+)">(.*?)</p>', page))
+    assert set(notes) == {"mixture", "tokens_by_language"}
+    assert f"One mixture component, {one['key']}: " in notes["mixture"]
+    assert f"tokens of the kept documents are {lang}." in notes["tokens_by_language"]
+    assert len(parse_html(copy / "report.html").images) == 2
+    card = (copy / "README.md").read_text()
+    assert "(plots/waterfall.png)" in card and "plots/mixture.png" not in card

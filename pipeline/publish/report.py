@@ -17,7 +17,7 @@ from typing import Any
 
 from ...stages import storage
 from ...stages.registry import STAGE_INFO, stage_hooks
-from .plots import Plot
+from .plots import Note, Plot
 
 STANDARD_KEYS = {"name", "in", "kept", "removed", "removed_by_reason", "by_source", "by_lang",
                  "by_flag", "params", "removed_by_detail"}
@@ -63,7 +63,10 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str =
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def figure(plot: Plot) -> str:
+def figure(plot: Plot | Note) -> str:
+    if isinstance(plot, Note):  # one category: a sentence where the figure would be
+        return (f'<p class="figure-note" id="fig-{esc(plot.name)}"><strong>'
+                f"{esc(plot.title)}.</strong> {esc(plot.text)}</p>")
     data = base64.b64encode(plot.png).decode()
     return (f'<figure id="fig-{esc(plot.name)}"><img alt="{esc(plot.title)}" '
             f'src="data:image/png;base64,{data}"><figcaption>{esc(plot.caption)}'
@@ -248,7 +251,7 @@ def _sample_banner(stats: dict[str, Any]) -> str:
     return f"<p class='sample' id='sample' style='{style}'><strong>{text}</strong></p>"
 
 
-def render_report(stats: dict[str, Any], plots: list[Plot], manifest_yaml: str = "",
+def render_report(stats: dict[str, Any], plots: Sequence[Plot | Note], manifest_yaml: str = "",
                   examples: str = "") -> str:
     """`examples`: the section of removed documents' examples (publish/examples.py)."""
     output = stats["output"]

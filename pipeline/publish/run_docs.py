@@ -7,11 +7,23 @@ import json
 from typing import Any
 
 from ...stages import storage
+from ...stages.registry import listed_hooks
 from .card import write_card
 from .examples import examples_section, removed_examples
-from .plots import make_plots
+from .plots import Plot, make_plots
 from .public import public_text
 from .report import esc, manifest_yaml, render_report
+
+
+def prepare() -> None:
+    """Import what `write_run_docs` imports on its first call: every stage's hooks (the
+    card's limitations name what the stages a run lacked leave open) and the image
+    plugins PIL loads on its first save. `build` calls it in a thread while the tasks
+    run, so the end of a build does not wait for it."""
+    from PIL import Image
+
+    Image.preinit()
+    listed_hooks()
 
 
 def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[str]:
@@ -19,16 +31,21 @@ def write_run_docs(run_dir: str, stats: dict[str, Any] | None = None) -> list[st
     given = stats or storage.read_json(storage.join(run_dir, "stats.json"))
     # Key order as stats.json stores it (sorted), so `build` and `card` render the same bytes.
     ordered: dict[str, Any] = json.loads(json.dumps(given, sort_keys=True))
-    plots = make_plots(ordered)
+    shown = make_plots(ordered)
+    plots = [p for p in shown if isinstance(p, Plot)]  # the rest are sentences (Note)
     written = []
-    for plot in plots:
+    for plot in shown:
         path = storage.join(run_dir, "plots", f"{plot.name}.png")
-        storage.write_bytes_atomic(path, plot.png)
-        written.append(path)
+        if isinstance(plot, Plot):
+            storage.write_bytes_atomic(path, plot.png)
+            written.append(path)
+        elif storage.exists(path):  # drawn by an earlier version: the card would list it
+            fs, inner = storage.filesystem(path)
+            fs.rm(inner)
     text = manifest_yaml(run_dir)
     report = storage.join(run_dir, "report.html")
-    shown = examples_section(removed_examples(run_dir), esc)
-    page = public_text(render_report(ordered, plots, text, shown), run_dir)  # it is published
+    examples = examples_section(removed_examples(run_dir), esc)
+    page = public_text(render_report(ordered, shown, text, examples), run_dir)  # published
     storage.write_bytes_atomic(report, page.encode())
     written.append(report)
     written.append(write_card(run_dir, ordered, [p.name for p in plots], text))
