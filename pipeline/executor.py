@@ -161,8 +161,11 @@ def _start_local(workers: int | None) -> None:
     # is killed while ray.init runs.
     ray_reaper.start()
     # A local instance needs no network beyond loopback, and no job API (local_ray).
+    # address="local": a new instance, also when a `ray start` on this machine left its
+    # address in /tmp/ray/ray_current_cluster (ray.init would join that one instead,
+    # refusing num_cpus: a build without --ray-address failed while one ran).
     with loopback_only():
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False,
+        ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **_init_options())
     ray_reaper.started()
 

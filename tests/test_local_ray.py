@@ -7,6 +7,7 @@ import ipaddress
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -119,3 +120,36 @@ def test_a_kill_while_ray_starts_leaves_nothing_behind(tmp_path: Path) -> None:
                           f"{[_title(p) for p in left]}")
     finally:
         _stop(driver)
+
+
+@pytest.mark.slow
+def test_a_build_without_an_address_starts_its_own_ray_beside_a_ray_start(
+        tmp_path: Path) -> None:
+    """`ray start` writes its address to <Ray's temp dir>/ray_current_cluster, and a plain
+    `ray.init()` joins that one: a build without --ray-address then failed ("num_cpus
+    ... must not be provided") while someone's `ray start` ran on the machine. Here the
+    file names an address nothing listens on: the build must not even look at it."""
+    temp = Path(tempfile.mkdtemp(prefix="lr", dir="/tmp"))  # short: Ray's socket paths
+    try:
+        (temp / "ray").mkdir()
+        (temp / "ray" / "ray_current_cluster").write_text("127.0.0.1:1")
+        tree = tmp_path / "tree"
+        shutil.copytree(STDLIB / "json", tree / "json",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        manifest = {"name": "beside", "shard": {"max_docs": 4},
+                    "sources": [{"name": "tree", "kind": "code",
+                                 "reader": {"type": "tree", "root": str(tree)}}]}
+        (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RAY_ADDRESS", "LEMUR_DATA_RAY_OWNER", "TMPDIR")}
+        result = subprocess.run(
+            [*CLI, "build", "--manifest", str(tmp_path / "m.yaml"), "--progress", "none",
+             "--run-dir", str(tmp_path / "run"), "--workers", "1"],
+            cwd=REPO, env={**env, "RAY_TMPDIR": str(temp)}, capture_output=True, text=True,
+            timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        files = len(list((STDLIB / "json").glob("*.py")))
+        assert f"of {files} documents" in result.stdout, result.stdout
+        assert list((temp / "ray").glob("session_*")), "the build's Ray used another dir"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
