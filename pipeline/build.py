@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import import_module
 from typing import Any
 
@@ -23,7 +24,7 @@ from . import budget, listing
 from .dedup_index import write_step_record
 from .executor import connect, run_phase, start
 from .manifest import Manifest
-from .planner import RunLayout, RunPlan, Step, list_units, plan_run
+from .planner import Continuations, RunLayout, RunPlan, Step, list_units, plan_run
 from .progress import Mode, phase_progress
 from .sample import unit_order
 from .stats import run_stats
@@ -247,6 +248,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     start(ray_address, workers)  # the input is listed and planned meanwhile
     budgeted = manifest.mixture is not None and manifest.mixture.read == "needed"
     units = list_units(manifest, full=True)
+    more = Continuations(manifest, units)
     sampled = None
     if manifest.sample is not None:
         from .sample import describe, sample_units
@@ -263,10 +265,11 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     runner = _Runner(workers, progress, console)
     read: dict[str, Any] | None = None
     if plan is not None:
-        for step in plan.steps:
+        plan = _read_on(runner, more, plan, lambda us: plan_run(manifest, run_dir, us))
+        for step in plan.steps[1:]:
             runner.step(step)
     else:
-        plan, read = _budgeted(manifest, run_dir, units, runner)
+        plan, read = _budgeted(manifest, run_dir, units, runner, more)
     if after_tasks is not None:
         after_tasks()
     stats = run_stats(manifest, plan, run_dir, runner.rows, runner.order,
@@ -301,6 +304,22 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     return BuildResult(plan, stats, seconds)
 
 
+def _read_on(runner: _Runner, more: Continuations, plan: RunPlan,
+             replan: Callable[[dict[str, list[InputUnit]]], RunPlan]) -> RunPlan:
+    """Runs the plan's first step, the one that reads the input units. While a unit found
+    input past its plan, plans the units that read it (`Continuations`) and runs the
+    first step of the plan with them: the finished tasks come back from their markers,
+    and the counts are taken anew. Returns the plan the run goes on with."""
+    first = plan.steps[0]
+    results = runner.step(first)
+    while more.found(plan.units, results[first.label]):
+        plan = replan(more.extend(plan.units))
+        first = plan.steps[0]
+        runner.reset()
+        results = runner.step(first)
+    return plan
+
+
 def _import_report() -> None:
     """Import what writes the report; an error is left for the import that needs it."""
     with contextlib.suppress(Exception):  # raised again where write_run_docs is imported
@@ -308,7 +327,7 @@ def _import_report() -> None:
 
 
 def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]],
-              runner: _Runner) -> tuple[RunPlan, dict[str, Any]]:
+              runner: _Runner, more: Continuations) -> tuple[RunPlan, dict[str, Any]]:
     """`read: needed`: rounds over growing prefixes of the seeded unit orders, until the
     mix's split counts say every component has its target (pipeline/budget.py); then
     that round's mix packs. Returns the last round's plan and stats.json's `read`."""
@@ -322,15 +341,19 @@ def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]
         assert counts is not None
         runner.reset()
         # the prefix in listing order, as `read: all` plans its units
-        prefix = {n: sorted(o[:counts[n]], key=lambda u: u.index) for n, o in orders.items()}
+        # (and the units that read what a unit of it found past its plan, found so far)
+        prefix = more.extend({n: sorted(o[:counts[n]], key=lambda u: u.index)
+                              for n, o in orders.items()})
         # round 0, the pilot, measures the yield through the document stages only (its
         # first step is every round's); the output comes from a round with them all
-        plan = plan_run(manifest, run_dir, prefix, scope=f"rounds/{number}",
-                        documents_only=pilot is None, earlier_tokens=tuple(tokenized))
+        replan = partial(plan_run, manifest, run_dir, scope=f"rounds/{number}",
+                         documents_only=pilot is None, earlier_tokens=tuple(tokenized))
+        plan = _read_on(runner, more, replan(prefix), replan)
+        source_of |= {u.shard_id: n for n, us in plan.units.items() for u in us}
         if plan.tokens_dir:
             tokenized.insert(0, plan.tokens_dir)
         *steps, mix = plan.steps
-        for step in steps:
+        for step in steps[1:]:
             runner.step(step)
         # only `split` before the round is known to be the last: it counts the kept
         # tokens per component; `plan` refuses a component with none, which a pilot

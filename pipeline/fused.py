@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ..stages import storage
 from ..stages.base import DocumentStage, ShardContext, StageResult, in_scope
-from ..stages.ingest import read_unit
+from ..stages.ingest import read_unit_more
 from ..stages.readers.common import InputUnit, ReaderParams, SourceInfo
 from .profile import Profilers, shard_profile
 from .sample import sample_filter
@@ -48,9 +48,11 @@ class FusedShardTask:
     def __call__(self) -> dict[str, Any]:
         removed: list[pa.Table] = []
         counts: list[dict[str, Any]] = []
+        more = None  # input found past the unit's plan: the runner plans units for it
         if isinstance(self.input, IngestInput):
             unit = self.input.unit
-            read = sample_filter(read_unit(self.input.reader, self.input.source, unit), unit)
+            read, more = read_unit_more(self.input.reader, self.input.source, unit)
+            read = sample_filter(read, unit)
             docs = read.drop_columns(["reason", "detail"])
             docs = _account("ingest", docs, read.column("reason"), read.column("detail"),
                             removed, counts)
@@ -64,7 +66,10 @@ class FusedShardTask:
                             built.count_details)
         storage.write_parquet_atomic(self.out_path, docs)
         storage.write_parquet_atomic(self.removed_path, _removed_table(removed, docs.schema))
-        summary = {"shard": self.shard_id, "docs": docs.num_rows, "counts": counts}
+        summary: dict[str, Any] = {"shard": self.shard_id, "docs": docs.num_rows,
+                                   "counts": counts}
+        if more is not None:
+            summary["more"] = more
         facts = {s.name: f for s in map(_built, self.stages) if (f := s.run_facts())}
         if facts:
             summary["facts"] = facts

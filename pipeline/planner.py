@@ -14,7 +14,7 @@ global decisions over everything read, so it lives under `rounds/<r>/`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from ..stages import storage
 from ..stages.base import (
@@ -26,7 +26,7 @@ from ..stages.base import (
     ShardContext,
     Task,
 )
-from ..stages.ingest import plan_units
+from ..stages.ingest import plan_more, plan_units
 from ..stages.mix.params import MixParams
 from ..stages.mix.stage import MixAndPack
 from ..stages.readers.common import InputUnit
@@ -94,6 +94,59 @@ def list_units(manifest: Manifest, full: bool = False) -> dict[str, list[InputUn
     from .sample import sample_units
 
     return sample_units(units, manifest.sample, manifest.seed)
+
+
+class Continuations:
+    """Units a run adds as it reads. A unit whose read found input past its plan (a
+    remote compressed file sized from its first bytes that decompresses further:
+    `Reader.read_more`, the `more` of its task's summary and marker) is followed by the
+    units `Reader.plan_more` cuts that input into. They are numbered after every listed
+    unit of the source, in the order of the units that found them, so the same input
+    gives the same units and shard ids for any worker count, and again on resume (the
+    finding is read back from the marker)."""
+
+    def __init__(self, manifest: Manifest, listed: dict[str, list[InputUnit]]) -> None:
+        self.manifest = manifest
+        self.after: dict[str, list[InputUnit]] = {}
+        """The units that read what a unit (by shard id) found past its plan."""
+        self.next = {name: max((u.index for u in us), default=-1) + 1
+                     for name, us in listed.items()}
+
+    def found(self, units: dict[str, list[InputUnit]],
+              summaries: list[dict[str, Any]]) -> bool:
+        """Plans the units of each `more` in these summaries (of `units`' tasks) not
+        planned yet; True if there was one."""
+        from .sample import continuation
+
+        order = {u.shard_id: (position, u.index, name, u)
+                 for position, (name, us) in enumerate(units.items()) for u in us}
+        found = sorted((order[s["shard"]], s["more"]) for s in summaries
+                       if "more" in s and s["shard"] not in self.after)
+        sources = {s.name: s for s in self.manifest.sources}
+        shard = self.manifest.shard
+        for (_, _, name, unit), more in found:
+            spec = sources[name]
+            cut = plan_more(spec.reader, spec.info(), unit, more, shard.max_docs,
+                            int(shard.max_bytes))
+            self.after[unit.shard_id] = [continuation(unit, self.next[name] + k, payload,
+                                                      hint)
+                                         for k, (payload, hint) in enumerate(cut)]
+            self.next[name] += len(cut)
+        return bool(found)
+
+    def extend(self, units: dict[str, list[InputUnit]]) -> dict[str, list[InputUnit]]:
+        """`units` and the units that follow any of them (and theirs), by index."""
+        out: dict[str, list[InputUnit]] = {}
+        for name, source_units in units.items():
+            every = {u.shard_id: u for u in source_units}
+            todo = list(source_units)
+            while todo:
+                for child in self.after.get(todo.pop().shard_id, []):
+                    if child.shard_id not in every:
+                        every[child.shard_id] = child
+                        todo.append(child)
+            out[name] = sorted(every.values(), key=lambda u: u.index)
+        return out
 
 
 def plan_run(manifest: Manifest, run_dir: str,

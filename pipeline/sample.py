@@ -20,7 +20,7 @@ resumed into by a full build, nor the other way round.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -153,6 +153,16 @@ def _sampled(unit: InputUnit, share: float = 1.0, quota: int = -1, seed: int = 0
     fields = {k: getattr(unit, k) for k in ("source", "index", "payload", "docs_hint",
                                              "bytes_hint")}
     return SampledUnit(**fields, share=share, quota=quota, seed=seed)
+
+
+def continuation(unit: InputUnit, index: int, payload: dict[str, Any],
+                 bytes_hint: int) -> InputUnit:
+    """A unit that reads input `unit` found past its plan (planner.Continuations): of
+    the same kind, so a sample keeps the same share of its rows; a sample of N documents
+    took its quota from `unit` (by its listed count) and takes none here."""
+    quota = {"quota": 0} if isinstance(unit, SampledUnit) and unit.quota >= 0 else {}
+    return replace(unit, index=index, payload=payload, docs_hint=0, bytes_hint=bytes_hint,
+                   **quota)
 
 
 def sample_filter(table: pa.Table, unit: InputUnit) -> pa.Table:

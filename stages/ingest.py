@@ -65,10 +65,25 @@ def describe_units(params: ReaderParams, source: SourceInfo, units: list[InputUn
 
 def read_unit(params: ReaderParams, source: SourceInfo, unit: InputUnit) -> pa.Table:
     """Documents of one unit, with `reason` set on those to quarantine."""
-    table = make_reader(params, source).read(unit)
+    return read_unit_more(params, source, unit)[0]
+
+
+def read_unit_more(params: ReaderParams, source: SourceInfo, unit: InputUnit,
+                   ) -> tuple[pa.Table, dict[str, Any] | None]:
+    """`read_unit`, and the input found past the unit's plan (`Reader.read_more`), which
+    `plan_more` cuts into further units; None if the input ended as planned."""
+    table, more = make_reader(params, source).read_more(unit)
     if source.kind == "code":
         table = with_stack_names(table)
-    return with_document_checks(table, source.max_doc_bytes)
+    return with_document_checks(table, source.max_doc_bytes), more
+
+
+def plan_more(params: ReaderParams, source: SourceInfo, unit: InputUnit,
+              more: dict[str, Any], max_docs: int, max_bytes: int,
+              ) -> list[tuple[dict[str, Any], int]]:
+    """(payload, bytes hint) of the units that read what `read_unit_more` of `unit` found
+    past its plan."""
+    return make_reader(params, source).plan_more(unit, more, max_docs, max_bytes)
 
 
 def with_stack_names(table: pa.Table) -> pa.Table:

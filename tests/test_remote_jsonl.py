@@ -18,12 +18,13 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from lemur_data.pipeline.manifest import parse_manifest
-from lemur_data.stages.ingest import plan_units, read_unit
+from lemur_data.pipeline.manifest import Manifest, parse_manifest
+from lemur_data.pipeline.planner import Continuations
+from lemur_data.stages.ingest import plan_units, read_unit, read_unit_more
 from lemur_data.stages.readers import compressed
-from lemur_data.stages.readers.common import InputUnit, document_id
+from lemur_data.stages.readers.common import InputUnit, ReaderError, document_id
 from tests.realdata import STDLIB, write_jsonl
-from tests.runs import digest
+from tests.runs import digest, removed_reasons
 from tests.s3server import TEST_CREDENTIALS, S3Server, s3_server
 from tests.test_cli import CLI, REPO
 from tests.test_readers import _compressed_copies, _stdlib_sources
@@ -65,6 +66,43 @@ def _plan_and_read(paths: list[str], folder: Path, max_bytes: int, **source: Any
     spec = manifest.sources[0]
     units = plan_units(spec.reader, spec.info(), 10**6, max_bytes)
     return units, pa.concat_tables(read_unit(spec.reader, spec.info(), u) for u in units)
+
+
+def _read_on(manifest: Manifest, units: list[InputUnit]) -> tuple[list[InputUnit], pa.Table]:
+    """Every unit read, with the units that read what a unit found past its plan, planned
+    as a build plans them (planner.Continuations): (all units, their documents in order)."""
+    spec = manifest.sources[0]
+    listed = {spec.name: units}
+    more = Continuations(manifest, listed)
+    read: dict[str, tuple[pa.Table, dict[str, Any] | None]] = {}
+    while True:
+        current = more.extend(listed)
+        for unit in current[spec.name]:
+            if unit.shard_id not in read:
+                read[unit.shard_id] = read_unit_more(spec.reader, spec.info(), unit)
+        summaries = [{"shard": shard, **({"more": found} if found else {})}
+                     for shard, (_, found) in read.items()]
+        if not more.found(current, summaries):
+            return current[spec.name], pa.concat_tables(
+                read[u.shard_id][0] for u in current[spec.name])
+
+
+def _expanding(folder: Path) -> tuple[bytes, list[int], dict[str, Path]]:
+    """Real documents that compress far better past their first 64 KiB, as a dump holding
+    many copies of one file does: `_corpus`'s 100 stdlib files (1.8 MB), then
+    json/encoder.py's record 400 times (6.7 MB, a few KB of gzip). (plain bytes, each
+    line's offset, gzip and xz copies): their first 64 KiB estimate about half the size."""
+    import lzma
+
+    _, head, _ = _corpus(folder)
+    line = (json.dumps({"text": (STDLIB / "json" / "encoder.py").read_text(),
+                        "path": "json/encoder.py"}) + "\n").encode()
+    plain = head + line * 400
+    lines = plain.splitlines(keepends=True)
+    copies = {"gz": folder / "expanding.jsonl.gz", "xz": folder / "expanding.jsonl.xz"}
+    copies["gz"].write_bytes(gzip.compress(plain, mtime=0))
+    copies["xz"].write_bytes(lzma.compress(plain))
+    return plain, list(itertools.accumulate(map(len, lines[:-1]), initial=0)), copies
 
 
 def _corpus(folder: Path) -> tuple[list[dict[str, str]], bytes, list[int]]:
@@ -213,6 +251,68 @@ def test_a_url_without_an_async_client_is_planned_the_same_way(tmp_path: Path) -
         assert table.column("text").to_pylist() == [r["text"] for r in records], kind
 
 
+def test_a_remote_file_past_its_estimate_is_read_to_its_end(
+        tmp_path: Path, s3_env: S3Server) -> None:
+    """gzip and xz on S3 whose ratio grows past their first 64 KiB: planned from that
+    sample (doubled, the last unit reading on by one unit) short of their size, their
+    last unit finds the rest, counts it without holding it, and the units planned for
+    it read every line: the plain file's documents and ids, nothing quarantined, no
+    unit over `shard.max_bytes` but the planned last one (2x)."""
+    plain, starts, copies = _expanding(tmp_path)
+    max_bytes = len(plain) // 6
+    for kind, path in copies.items():
+        s3_env.client().upload_file(str(path), BUCKET, f"expanding/{path.name}")
+        manifest = parse_manifest({"name": "t", "shard": {"max_bytes": max_bytes}, "sources": [
+            {"name": "code", "kind": "code", "columns": {"path": "path"},
+             "reader": {"type": "jsonl", "paths": [f"s3://{BUCKET}/expanding/{path.name}"]}}]},
+            "m", tmp_path)
+        spec = manifest.sources[0]
+        units = plan_units(spec.reader, spec.info(), 10**6, max_bytes)
+        planned = units[-1].payload
+        assert planned["estimated"] and planned["end"] < len(plain), (kind, planned)
+        read, table = _read_on(manifest, units)
+        assert len(read) > len(units), kind
+        assert read[-1].payload["inflated"] == len(plain), kind  # counted, not estimated
+        spans = [u.payload["end"] - u.payload["start"] for u in read]
+        assert max(spans[len(units):]) <= max_bytes, (kind, spans)
+        assert table.column("reason").null_count == table.num_rows, (
+            kind, table.filter(table.column("reason").is_valid()).column("detail").to_pylist())
+        assert table.column("id").to_pylist() == [
+            document_id("code", f"{path.name}#@{offset}") for offset in starts], kind
+        assert b"".join(t.encode() for t in table.column("text").to_pylist()) == b"".join(
+            json.loads(line)["text"].encode() for line in plain.splitlines()), kind
+
+
+def test_a_remote_file_whose_head_cannot_be_read_is_one_unit(
+        tmp_path: Path, s3_env: S3Server) -> None:
+    """An object that is listed but not readable (archived: S3's GLACIER storage class,
+    whose GET is refused) is planned as one unit of nothing, not up to the bomb cap in
+    32: its read fails and names the file and the error (a quarantine record, or the
+    build's error with `on_bad_file: fail`). Restored, the same unit reads on and the
+    units planned after it read every line."""
+    records, plain, _ = _corpus(tmp_path)
+    client = s3_env.client()
+    client.put_object(Bucket=BUCKET, Key="cold/code.jsonl.gz", StorageClass="GLACIER",
+                      Body=gzip.compress(plain, mtime=0))
+    url = f"s3://{BUCKET}/cold/code.jsonl.gz"
+    units, table = _plan_and_read([url], tmp_path, len(plain) // 8)
+    assert len(units) == 1 and units[0].payload["inflated"] == 0, [u.payload for u in units]
+    rows = table.to_pylist()
+    assert [r["reason"] for r in rows] == ["unreadable_file"], rows
+    assert rows[0]["path"] == "code.jsonl.gz" and "read failed" in rows[0]["detail"] \
+        and "storage class" in rows[0]["detail"], rows[0]["detail"]
+    with pytest.raises(ReaderError, match=r"code\.jsonl\.gz: read failed"):
+        _plan_and_read([url], tmp_path, len(plain) // 8, on_bad_file="fail")
+    client.restore_object(Bucket=BUCKET, Key="cold/code.jsonl.gz",
+                          RestoreRequest={"Days": 1})
+    manifest = parse_manifest({"name": "t", "sources": [
+        {"name": "code", "kind": "code", "columns": {"path": "path"},
+         "reader": {"type": "jsonl", "paths": [url]}}]}, "m", tmp_path)
+    read, table = _read_on(manifest, units)  # the units planned while it was archived
+    assert len(read) > 1 and table.column("reason").null_count == table.num_rows
+    assert table.column("text").to_pylist() == [r["text"] for r in records]
+
+
 def test_remote_sizes_are_kept_by_the_objects_stamps(
         tmp_path: Path, s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next process (a resume, `plan` again) reads no head of unchanged objects;
@@ -254,6 +354,9 @@ def test_a_remote_build_is_the_same_for_any_worker_count_and_after_a_kill(
     client = s3_env.client()
     for kind in ("zst frames", "gz"):
         client.upload_file(str(copies[kind]), BUCKET, f"build/{copies[kind].name}")
+    # and a gzip that expands far past its first 64 KiB's estimate: read to its end
+    expanding, starts, more = _expanding(tmp_path)
+    client.upload_file(str(more["gz"]), BUCKET, f"build/{more['gz'].name}")
     manifest = {"name": "remote", "stages": [], "shard": {"max_bytes": len(plain) // 6},
                 "sources": [{"name": "code", "kind": "code", "columns": {"path": "path"},
                              "reader": {"type": "jsonl", "paths": [
@@ -269,7 +372,9 @@ def test_a_remote_build_is_the_same_for_any_worker_count_and_after_a_kill(
         runs[name] = digest(tmp_path / name)
     assert runs["one"] == runs["two"]
     stats = json.loads((tmp_path / "one" / "stats.json").read_text())
-    assert stats["output"]["docs"] == 2 * len(records) and len(stats["output"]["shards"]) > 6
+    assert removed_reasons(tmp_path / "one") == []  # no unreadable_file: every line read
+    assert stats["output"]["docs"] == 2 * len(records) + len(starts)
+    assert len(stats["output"]["shards"]) > 6
     args = ["build", "-m", str(tmp_path / "m.yaml"), "--run-dir", str(tmp_path / "killed"),
             "--progress", "none", "--workers", "1"]
     _kill_after_first_marker(args, tmp_path / "killed")

@@ -119,6 +119,20 @@ class Reader(ABC, Generic[P]):
         """The documents of one unit of `plan`, as a READ_SCHEMA table; rows to
         quarantine have `reason` (and `detail`) set."""
 
+    def read_more(self, unit: InputUnit) -> tuple[pa.Table, dict[str, Any] | None]:
+        """`read`, and the input this unit found past what `plan` saw (JSON), or None.
+        A reader whose plan may fall short of its input (jsonl: a remote compressed file
+        sized from its first bytes) says so here rather than leave the rest unread; the
+        runner then reads it in the units of `plan_more`. `read` alone drops it."""
+        return self.read(unit), None
+
+    def plan_more(self, unit: InputUnit, more: dict[str, Any], max_docs: int,
+                  max_bytes: int) -> list[tuple[dict[str, Any], int]]:
+        """(payload, bytes hint) of the units that read `more`, which `read_more` of
+        `unit` returned: cut like `plan`'s units. Deterministic: the same `more`, the
+        same units."""
+        return []
+
 
 class RowCollector:
     """Accumulates document rows (with quarantine reasons) into a READ_SCHEMA table."""

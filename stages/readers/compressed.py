@@ -126,11 +126,14 @@ def remote_sizes(files: list[tuple[str, int]], max_doc_bytes: int,
     `ZstdCompressor.compress` write one frame that does), then one batch of the first
     64 KiB of every other file, decompressed to estimate: the whole file if it is that
     small, else twice the sample's ratio times the compressed size (text compresses
-    better further in, where the window holds more; a file found larger than its plan
-    has one record). A first frame stating less than 2x the file's compressed size is
-    taken for one of several frames (pzstd) and sampled instead. Files already sized in
-    this process (another source of the same files) are not read again, nor files
-    whose stamps are all as when they were last sized (`_sizes_cache`)."""
+    better further in, where the window holds more). A first frame stating less than 2x
+    the file's compressed size is taken for one of several frames (pzstd) and sampled
+    instead. A file whose head cannot be read (or gives no output from its first MiB)
+    is planned at 0 bytes: one unit, which names the failure when it reads. None of this
+    is a limit: a file found larger when read is read to its end (or the bomb cap) by
+    more units (JsonlReader.read_more). Files already sized in this process (another
+    source of the same files) are not read again, nor files whose stamps are all as
+    when they were last sized (`_sizes_cache`)."""
     sized = {path: _SIZED[(path, size, max_doc_bytes)] for path, size in files
              if (path, size, max_doc_bytes) in _SIZED}
     files = [(path, size) for path, size in files if path not in sized]
@@ -173,8 +176,8 @@ def _read_heads(files: list[tuple[str, int]], max_doc_bytes: int,
             else:
                 sized[path] = planned
         rest = again
-    for path, size in rest:  # no output from its first MiB: planned up to the cap
-        sized[path] = (bomb_cap(size, max_doc_bytes), True)
+    for path, _ in rest:  # no output from its first MiB: one unit of nothing, which
+        sized[path] = (0, True)  # reads on (or names the failure), as a failed read
     return sized, failed
 
 
@@ -248,8 +251,8 @@ def _sampled_size(path: str, head: bytes, size: int, max_doc_bytes: int,
     at most the bomb cap either way (a sample past it counts no further). None if part
     of a file decompresses to nothing: a larger sample is needed."""
     cap = bomb_cap(size, max_doc_bytes)
-    if size and not head:  # not readable now: planned up to the cap, in bounded units
-        return cap, True
+    if size and not head:  # not readable now: one unit of nothing planned, which reads
+        return 0, True     # on (the rest is planned once read) or names the failure
     out, ended = 0, False
     try:
         with decompressed(Bounded(io.BytesIO(head), None), path, max_doc_bytes) as handle:

@@ -7,7 +7,9 @@ says how that size is known at planning, and what a range past the first costs).
 document's locator is the byte offset of its line (`path#@1234`, decompressed bytes for
 a compressed file), which does not depend on the cut. A remote compressed file (`hf://`,
 `s3://`) is sized without reading it whole, its last unit reading on past that size by
-up to one unit.
+up to one unit; one that decompresses further still is not cut short: that unit counts
+the rest (up to the bomb cap) without holding it, and the runner reads it in the units
+`plan_more` cuts it into (`read_more`, pipeline/planner.py `Continuations`).
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ class JsonlReader(Reader[JsonlParams]):
             if path in remote:
                 # Not read whole to plan (59,166 SlimPajama files on the Hub): sized from
                 # a header or a sample, the last unit reading on past that size by up to
-                # one unit's bytes (never past the bomb cap), one record for the rest.
+                # one unit's bytes; the rest, if any, up to the bomb cap, by more units
+                # once it has been found (read_more, plan_more).
                 size, estimated = remote[path]
                 hint = 2 if estimated else 1  # an estimate is planned doubled
                 cap = bomb_cap(on_disk, self.source.max_doc_bytes)
@@ -107,7 +110,25 @@ class JsonlReader(Reader[JsonlParams]):
     def files(self, unit: InputUnit) -> list[str]:
         return [unit.payload["path"]]
 
+    def plan_more(self, unit: InputUnit, more: dict[str, Any], max_docs: int,
+                  max_bytes: int) -> list[tuple[dict[str, Any], int]]:
+        """Units for the decompressed range `read_more` found past a remote file's plan:
+        cut like a planned file's (at most MAX_PARTS units of about `max_bytes`), sized
+        by its count (`counted`: they read no further)."""
+        start, end = more["start"], more["end"]
+        kept = {k: v for k, v in unit.payload.items()
+                if k not in ("start", "end", "inflated", "estimated", "capped")}
+        payload = kept | {"inflated": end, "counted": True} | (
+            {"capped": True} if more["capped"] else {})
+        parts = min(MAX_PARTS, max(1, -(-(end - start) // max_bytes)))
+        return [(payload | {"start": start + (end - start) * k // parts,
+                            "end": start + (end - start) * (k + 1) // parts},
+                 (end - start) // parts) for k in range(parts)]
+
     def read(self, unit: InputUnit) -> pa.Table:
+        return self.read_more(unit)[0]
+
+    def read_more(self, unit: InputUnit) -> tuple[pa.Table, dict[str, Any] | None]:
         path, rel = unit.payload["path"], unit.payload["rel"]
         start, end = unit.payload.get("start", 0), unit.payload.get("end")
         planned: int | None = unit.payload.get("bytes")  # None: planned by an older version
@@ -116,9 +137,16 @@ class JsonlReader(Reader[JsonlParams]):
         if end is None:
             end = inflated
         last = end is None or end >= (inflated or 0)  # the file's last unit
+        # A remote file sized from its first bytes (a header or a sample) may decompress
+        # further: that is more input, up to the bomb cap, which units planned after
+        # this one read (`more`); a count (local, or `counted`) or the cap is final.
+        reads_on = bomb_cap(planned, self.source.max_doc_bytes) \
+            if compressed and "://" in path and planned is not None \
+            and not unit.payload.get("counted") and not unit.payload.get("capped") else None
         rows = RowCollector(self.source)
         offset, line_no, skipping = start, 0, False
         beyond = ""  # why a compressed file's bytes past the planned ones are not read
+        more: dict[str, Any] | None = None  # the range past the plan, read by more units
         try:
             with fsspec.open(path, "rb") as opened, \
                     decompressed(Bounded(opened, planned), path,
@@ -146,12 +174,12 @@ class JsonlReader(Reader[JsonlParams]):
                     cut = reaches and (raw_line is None or not raw_line.endswith(b"\n"))
                     if cut:
                         try:
-                            beyond = _beyond(stream, unit.payload, offset)
+                            beyond, more = _beyond(stream, unit.payload, offset, reads_on)
                         except Exception:  # the stream fails here: this line is not read
                             line_no -= 1
                             raise
-                        if beyond:  # the plan cut the line: the record covers it
-                            break
+                        if beyond or more:  # the plan cut the line: the record or the
+                            break           # units after this one cover it
                     if raw_line is None:  # longer than the limit: never held in memory whole
                         rows.add(f"{rel}#@{offset}", "", "too_large",
                                  f"{rel} {where}: a line of {length} bytes, over 2x "
@@ -161,29 +189,30 @@ class JsonlReader(Reader[JsonlParams]):
                         self._add_guarded(rows, f"{rel}#@{offset}", where, raw_line, rel)
                     offset += length
                     if reaches and not cut:
-                        beyond = _beyond(stream, unit.payload, offset)
+                        beyond, more = _beyond(stream, unit.payload, offset, reads_on)
                     if end is not None and offset >= end:
                         break  # the next line belongs to the next unit: not read
-                if compressed and inflated == 0:  # nothing planned: planning's count failed
-                    beyond = _beyond(stream, unit.payload, 0)
+                if compressed and inflated == 0:  # nothing planned: planning's read failed
+                    beyond, more = _beyond(stream, unit.payload, 0, reads_on)
         except Exception as error:  # noqa: BLE001 - truncated or corrupt stream
             if skipping:  # in the lines of a unit before this one: that unit names it
-                return rows.table()
+                return rows.table(), None
             where = f"after line {line_no}" if not start else f"at byte {offset}"
             if self.source.on_bad_file == "fail":
                 raise ReaderError(f"{path}: read failed {where} ({error})") from error
             table = rows.table()
             bad = bad_file_table(self.source, rel, f"read failed {where}: {error!r}"
                                  + _growth(path, planned))
-            return pa.concat_tables([table, bad])
-        grown = _growth(path, planned) if last else ""  # once, by the file's last unit
+            return pa.concat_tables([table, bad]), None
+        # once, by the file's last unit (a unit whose file goes on is not)
+        grown = _growth(path, planned) if last and more is None else ""
         problems = [f"{rel}: {why}" for why in (grown[2:], beyond) if why]
         if not problems:
-            return rows.table()
+            return rows.table(), more
         if self.source.on_bad_file == "fail":
             raise ReaderError(f"{path}: {'; '.join(problems)}")
         return pa.concat_tables([rows.table(), bad_file_table(self.source, rel,
-                                                              "; ".join(problems))])
+                                                              "; ".join(problems))]), more
 
     def _add_guarded(self, rows: RowCollector, locator: str, where: str, raw: bytes,
                      rel: str) -> None:
@@ -231,32 +260,39 @@ class JsonlReader(Reader[JsonlParams]):
 
 
 
-def _beyond(stream: IO[bytes] | io.BufferedIOBase, payload: Any, at: int) -> str:
-    """Why a compressed file's decompressed bytes past the planned ones are not read, or
-    "" if the stream ends there; the stream's error if it fails there (a truncated
-    file, counted at planning up to its cut). Counts what follows, up to the planned
-    size again (a bomb costs at most twice its cap), to say how much."""
+def _beyond(stream: IO[bytes] | io.BufferedIOBase, payload: Any, at: int,
+            reads_on: int | None = None) -> tuple[str, dict[str, Any] | None]:
+    """(why a compressed file's decompressed bytes past the planned ones are not read,
+    None), or ("", None) if the stream ends there; the stream's error if it fails there
+    (a truncated file, counted at planning up to its cut). Counts what follows, up to
+    the planned size again (a bomb costs at most twice its cap), to say how much.
+
+    `reads_on`, the bomb cap of a file sized from its first bytes: what follows is more
+    input, counted up to the cap without being held, and returned as the range the
+    units after this one read: ("", {start: `at`, end, capped: past the cap})."""
     inflated: int = payload["inflated"]
+    room = inflated if reads_on is None else max(0, reads_on - inflated)
     rest, error = 0, ""
     try:
-        while rest <= inflated and (chunk := stream.read(min(1 << 20, inflated + 1 - rest))):
+        while rest <= room and (chunk := stream.read(min(1 << 20, room + 1 - rest))):
             rest += len(chunk)
     except Exception as failure:  # noqa: BLE001 - the stream is corrupt past the plan
         if not rest:  # a truncated or corrupt file: a read failure, named as one
             raise
         error = repr(failure)
     if not rest:  # the stream ends there, as planned
-        return ""
+        return "", None
+    if reads_on is not None:  # up to a stream error, if any: the unit reading there names it
+        return "", {"start": at, "end": min(inflated + rest, reads_on),
+                    "capped": rest > room}
     more = f"{rest + inflated - at:,}" if rest <= inflated else f"more than {inflated:,}"
     why = (f"decompressed lines past {inflated:,} bytes, {MAX_RATIO:,}x the file's "
            f"{payload['bytes']:,} compressed bytes (a decompression bomb?)"
            if payload.get("capped") else
-           f"decompresses past the {inflated:,} bytes planned (twice the estimate from "
-           "its first 64 KiB, plus one unit)" if payload.get("estimated") else
            f"decompresses past the {inflated:,} bytes planned (stated by its headers or "
            "counted at planning)")
     failed = f"; then the stream failed: {error}" if error else ""
-    return f"{why}: not read from decompressed byte {at:,} on ({more} bytes){failed}"
+    return f"{why}: not read from decompressed byte {at:,} on ({more} bytes){failed}", None
 
 
 def _skip(handle: IO[bytes] | io.BufferedIOBase, count: int) -> None:

@@ -22,7 +22,11 @@ the control's peak (the baseline) + 2x `max_doc_bytes`.
 - s3 control, s3 zst lines, s3 gz line, s3 zst docs: those files on a real
   S3-compatible server (moto_server, tests/s3server.py) on 127.0.0.1, read as s3://
   URLs, each s3 row against the s3 control (the worker imports s3fs, aiobotocore and
-  aiohttp to read them); `--no-remote` skips them.
+  aiohttp to read them); `--no-remote` skips them;
+- s3 gz expanding (remote only): the control's documents, then one of them repeated to
+  64 MB, in a gzip whose first 64 KiB estimate a few MB: planned from that estimate, its
+  last unit finds the rest and the units planned after it read every line (the line
+  under the row says how many documents came out, or what was not read).
 
 Every build uses `shard.max_bytes` 4 MB, so the control's unit is small.
 
@@ -116,10 +120,32 @@ def _remote_inputs(stack: contextlib.ExitStack, work: Path, paths: dict[str, Pat
     client = server.client()
     client.create_bucket(Bucket="hostile")
     rows: dict[str, str] = {}
-    for name in ("control", "zst lines", "gz line", "zst docs"):
-        client.upload_file(str(paths[name]), "hostile", paths[name].name)
-        rows[f"s3 {name}"] = f"s3://hostile/{paths[name].name}"
+    expanding = paths["control"].with_name("expanding.jsonl.gz")
+    docs = _documents()
+    with gzip.open(expanding, "wb") as out:  # compresses far better past its first 64 KiB
+        out.write(b"".join(docs))
+        for _ in range((64 << 20) // len(docs[1])):
+            out.write(docs[1])
+    for name, path in (*((n, paths[n]) for n in ("control", "zst lines", "gz line",
+                                                   "zst docs")),
+                       ("gz expanding", expanding)):
+        client.upload_file(str(path), "hostile", path.name)
+        rows[f"s3 {name}"] = f"s3://hostile/{path.name}"
     return rows
+
+
+def _unread(run: Path) -> str:
+    """How many documents a run put out, and what its reader left unread, if anything."""
+    import pyarrow.parquet as pq
+
+    docs = json.loads((run / "stats.json").read_text())["output"]["docs"]
+    for shard in sorted(run.glob("removed/**/*.parquet")):
+        table = pq.read_table(shard, columns=["reason", "detail"])
+        for reason, detail in zip(table.column("reason").to_pylist(),
+                                  table.column("detail").to_pylist(), strict=True):
+            if reason == "ingest:unreadable_file":
+                return f"{docs:,} documents out; not read: {detail}"
+    return f"{docs:,} documents out, every line read"
 
 
 def _grow(path: Path, listed: Path, stop: threading.Event, limit: int) -> None:
@@ -335,12 +361,15 @@ def main() -> int:
             # s3 rows against the s3 control: s3fs, aiobotocore and aiohttp are memory too
             control = peak if name.endswith("control") else control
             over = peak - control
-            size = sizes.get(name) or sizes.get(name.removeprefix("s3 "), 0)
+            size = sizes.get(name) or sizes.get(name.removeprefix("s3 "), 0) or \
+                (work / "inputs" / str(path).rsplit("/", 1)[-1]).stat().st_size
             print(f"{name:<12} {size:>12,} {start:>9.1f} {peak:>8.1f} {peak - start:>7.1f} "
                   f"{over:>18.1f} {bound_mb:>6.1f}  {'yes' if over <= bound_mb else 'NO'}",
                   flush=True)
             if name == "growing":
                 print(f"             ({_grew(folder / 'run')})")
+            if name == "s3 gz expanding":
+                print(f"             ({_unread(folder / 'run')})", flush=True)
     subprocess.run(["rm", "-rf", str(work)], check=False)
     return 0
 
