@@ -68,6 +68,27 @@ def _figure(panels: int = 1, height: float = 4.2) -> tuple[Figure, list[Any]]:
     return fig, axes
 
 
+def _fixed(panels: int, height: float, top: float, bottom: float, head: float = 0.0,
+           foot: float = 0.0, left: float = 0.85, right: float = 0.2,
+           ) -> tuple[Figure, list[Any]]:
+    """A 10-inch-wide figure of panels stacked at fixed margins, in inches: `top` and
+    `bottom` inside each panel of `height`, `head` above them all, `foot` below.
+
+    No layout engine: the constrained layout measures every tick label twice before
+    the figure is drawn, a third of the figure's time. For figures whose text has a
+    known bound only (numbers as `human` writes them, stage names); a figure of free
+    labels (language names, mixture keys) keeps `_figure`."""
+    total = head + panels * height + foot
+    fig = Figure(figsize=(10, total))
+    axes = []
+    for i in range(panels):
+        upper = head + i * height + top  # inches from the figure's top
+        lower = head + (i + 1) * height - bottom
+        axes.append(fig.add_axes((left / 10, 1 - lower / total, 1 - (left + right) / 10,
+                                  (lower - upper) / total)))
+    return fig, axes
+
+
 @dataclass(frozen=True)
 class WaterfallStep:
     """One stage of the waterfall, in documents or bytes: the level it starts at (what
@@ -111,9 +132,23 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
     ranked = sorted(totals, key=lambda r: (-totals[r], r))
     shown = ranked[:MOST_REASONS]
     color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(shown)}
-    fig, axes = _figure(2)
+    handles = [Patch(color=color[r], label=r) for r in shown]
+    if len(ranked) > len(shown):
+        handles.append(Patch(color="#cccccc", label=f"{len(ranked) - len(shown)} other reasons"))
+    if any(step.merged for step in waterfall_steps(stats, "docs")):
+        handles.append(Patch(facecolor="#ffffff", edgecolor="#555555", hatch="//",
+                             label="merged (kept inside other documents)"))
+    # Columns as many as the longest label lets fit in the figure's 10 inches (at 7 pt a
+    # character is ~0.06 in, the patch and gap ~0.5 in): four columns of reasons like
+    # `quality:gopher_quality/gopher_below_alpha_threshold` were cut at both edges.
+    longest = max((len(str(h.get_label())) for h in handles), default=0)
+    ncols = max(1, min(4, int(9.5 / (0.06 * longest + 0.5))))
+    rows = -(-len(handles) // ncols)
+    # below the panels: the legend's rows at 7 pt (~0.14 in each) and its frame; the
+    # stage names under each panel, rotated 20 degrees, take ~0.45 in
+    fig, axes = _fixed(2, 3.8, top=0.1, bottom=0.6, head=0.45,
+                       foot=0.14 * rows + 0.2 if handles else 0.1)
     labels = ["input", *[s["name"] for s in stages], "output"]
-    merges = False
     for ax, unit in zip(axes, ("docs", "bytes"), strict=True):
         steps = waterfall_steps(stats, unit)
         ax.bar(0, steps[0].start, color="#777777")
@@ -127,7 +162,6 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
                 ax.bar(x, size, bottom=top - size, color=color.get(reason, "#cccccc"))
                 top -= size
             if step.merged:  # merged rows live on in the kept documents: a hatched step
-                merges = True
                 ax.bar(x, step.end, color="#ffffff", edgecolor="#555555", hatch="//",
                        linewidth=0.5)
             ax.plot([x - 0.4, x + 0.4], [step.start, step.start], color="#333333",
@@ -144,21 +178,10 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
         ax.set_ylabel("documents" if unit == "docs" else "bytes")
         ax.yaxis.set_major_formatter(lambda v, _: human(v))
         ax.margins(y=0.12)
-    handles = [Patch(color=color[r], label=r) for r in shown]
-    if len(ranked) > len(shown):
-        handles.append(Patch(color="#cccccc", label=f"{len(ranked) - len(shown)} other reasons"))
-    if merges:
-        handles.append(Patch(facecolor="#ffffff", edgecolor="#555555", hatch="//",
-                             label="merged (kept inside other documents)"))
-    fig.suptitle("What each stage removed (bars split by reason)")
+    fig.suptitle("What each stage removed (bars split by reason)", y=1 - 0.1 / fig.get_figheight(),
+                 va="top")
     if handles:
-        # Columns as many as the longest label lets fit in the figure's 10 inches (at 7
-        # pt a character is ~0.06 in, the patch and gap ~0.5 in): four columns of
-        # reasons like `quality:gopher_quality/gopher_below_alpha_threshold` were cut
-        # at both edges, since the layout does not shrink a figure-level legend.
-        longest = max(len(str(h.get_label())) for h in handles)
-        fig.legend(handles=handles, fontsize=7, loc="outside lower center",
-                   ncols=max(1, min(4, int(9.5 / (0.06 * longest + 0.5)))))
+        fig.legend(handles=handles, fontsize=7, loc="lower center", ncols=ncols)
     return Plot("waterfall", "Removed per stage",
                 "Documents (top) and bytes (bottom): the input, what each stage removed "
                 "(coloured by reason) or merged into documents it kept (hatched: not lost), "
@@ -239,7 +262,8 @@ def lengths(stats: dict[str, Any]) -> Plot | None:
              if h and any(sum(c) for c in h["counts"].values())]
     if not hists:
         return None
-    fig, axes = _figure(len(hists), height=3.6)
+    # a title above each panel, the tick labels and the axis label below it
+    fig, axes = _fixed(len(hists), 3.6, top=0.4, bottom=0.65, right=0.45)
     for ax, hist in zip(axes, hists, strict=True):
         edges = hist["edges"]
         for kind, counts in hist["counts"].items():
@@ -254,6 +278,7 @@ def lengths(stats: dict[str, Any]) -> Plot | None:
         ax.set_xlim(edges[max(min(used) - 1, 0)], edges[min(max(used) + 2, len(edges) - 1)])
         ax.set_xlabel(f"document length ({hist['unit']})")
         ax.set_ylabel("documents")
+        ax.yaxis.set_major_formatter(lambda v, _: human(v))  # <= 6 characters
         ax.legend(fontsize=8)
         ax.set_title(f"Document length in {hist['unit']} "
                      f"(all documents of the {profile['shards']} output shards)")
