@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from . import heap
 from .cli_args import parser
 from .cli_commands import card_command, index_command, make_console, push_command
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -45,6 +46,7 @@ def run() -> NoReturn:
 
     Output piped to a reader that stops early (`lemur-data inspect ... | head`) ends the
     command quietly, as Unix tools do, not with a BrokenPipeError traceback."""
+    heap.hold()  # a build settles it once imported (pipeline/heap.py)
     try:
         code = main()
     except BrokenPipeError:
