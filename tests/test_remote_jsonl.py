@@ -313,6 +313,35 @@ def test_a_remote_file_whose_head_cannot_be_read_is_one_unit(
     assert table.column("text").to_pylist() == [r["text"] for r in records]
 
 
+def test_read_needed_reads_a_remote_file_past_its_estimate(ray_session: Any,
+                                                          tmp_path: Path) -> None:
+    """`read: needed` rounds carry the units planned for what a unit found past its
+    plan: a `file://` gzip (planned as a remote file, from its first 64 KiB) that
+    expands far past that, all of which the mix needs, is read to its end as with
+    `read: all`, the same documents kept, none lost to a record."""
+    import pyarrow.parquet as pq
+
+    from tests.runs import run_build
+
+    plain, starts, copies = _expanding(tmp_path)
+    kept = {}
+    for read in ("needed", "all"):
+        raw = {"name": "expanding", "seed": 5, "shard": {"max_bytes": len(plain) // 8},
+               "sources": [{"name": "code", "kind": "code", "lang": "Python",
+                            "columns": {"path": "path"},
+                            "reader": {"type": "jsonl", "paths": [f"file://{copies['gz']}"]}}],
+               "stages": [], "tokenizer": {},
+               "mixture": {"total_tokens": 10 * len(plain), "weights": {"code": 1},
+                           "read": read, "pilot_units": 1}}
+        result = run_build(raw, tmp_path, tmp_path / read)
+        assert removed_reasons(tmp_path / read) == [], read
+        kept[read] = sorted(pq.read_table(tmp_path / read / result.stats["output"]["dir"],
+                                          columns=["id"]).column("id").to_pylist())
+        assert len(result.plan.units["code"]) > 8, read  # with the units found past it
+    assert kept["needed"] == kept["all"] == sorted(
+        document_id("code", f"{copies['gz'].name}#@{offset}") for offset in starts)
+
+
 def test_remote_sizes_are_kept_by_the_objects_stamps(
         tmp_path: Path, s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next process (a resume, `plan` again) reads no head of unchanged objects;
