@@ -25,12 +25,9 @@ from ..stages.base import Phase, Resources, Task
 from . import ray_reaper
 from . import worker_memory as memory
 from .local_ray import loopback_only
+from .worker_env import WORKER_ENV
 
 log = logging.getLogger("lemur_data")
-
-
-# Ray options every task gets (set by `connect`).
-_TASK_OPTIONS: dict[str, Any] = {}
 
 
 class RunError(Exception):
@@ -68,12 +65,10 @@ def start(address: str | None = None, workers: int | None = None) -> None:
 def _join(address: str | None, workers: int | None) -> None:
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, **_init_options())
         # A cluster's workers were started by `ray start`, not from this environment:
-        # each task asks for the variables (Ray starts workers that have them).
-        unset = {k: v for k, v in memory.WORKER_ENV.items() if k not in os.environ}
-        if unset:
-            _TASK_OPTIONS["runtime_env"] = {"env_vars": unset}
+        # they set their Arrow pool themselves (worker_env), rather than through a
+        # runtime_env, for which Ray would start new workers (0.4-0.8 s a build).
+        ray.init(address=address, **_init_options())
     else:
         _start_local(workers)
 
@@ -146,7 +141,7 @@ def _init_options() -> dict[str, Any]:
 def _start_local(workers: int | None) -> None:
     # Workers of a local instance inherit this environment; a task runtime_env would
     # make Ray start new workers instead of the ones it started with the instance.
-    for key, value in memory.WORKER_ENV.items():
+    for key, value in WORKER_ENV.items():
         os.environ.setdefault(key, value)
     # Nothing reads a local instance's metrics (there is no dashboard), and its raylet
     # would wait 1.5-5 s at start for the metrics agent. RAY_* env set by the user wins.
@@ -251,7 +246,7 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
         while queue and len(in_flight) < limit:
             task = queue.pop()
             marker = storage.join(markers_dir, f"{task.key}.json")
-            ref = _run_task.options(name=f"{phase.name}:{task.key}", **_TASK_OPTIONS,
+            ref = _run_task.options(name=f"{phase.name}:{task.key}",
                                     **ray_options(phase.resources)).remote(task, marker)
             in_flight[ref] = task
         done, _ = ray.wait(list(in_flight), num_returns=1)

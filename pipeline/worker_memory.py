@@ -14,14 +14,6 @@ import resource
 
 import pyarrow as pa
 
-# Environment of every worker process, read once at its start:
-# - pyarrow's default mimalloc keeps the pages that Arrow's I/O and compute threads
-#   freed (measured: +20-40 MB per MinHash verify task, never returned by
-#   release_unused); the system allocator returns them through malloc_trim;
-# - glibc makes up to 8 arenas per core, one for each allocating thread, each with
-#   its own free pages (measured: +13 MB per tokenize task); two are enough.
-WORKER_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}
-
 
 def peak_rss_mb() -> float:
     """This worker process's peak resident memory since `reset_peak_rss` (in MB).

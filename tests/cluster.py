@@ -45,7 +45,12 @@ def free_port_range(size: int = 40) -> int:
 
 
 def cluster_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    """This environment, as a shell that runs `ray start` would have it: without the
+    worker settings a local build's Ray put here (pipeline/worker_env.py), which a
+    cluster's workers must not need."""
+    from lemur_data.pipeline.worker_env import WORKER_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and k not in WORKER_ENV}
     env.update(RAY_ENV)
     return env
 

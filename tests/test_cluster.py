@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,41 @@ def test_cluster_build_and_job_submit_match_local(ray_session, cluster: LocalClu
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     assert "kept" in job.stdout
     assert digest(tmp_path / "as-job") == expected
+
+
+_PROBE = """
+import json, os, sys
+from lemur_data.pipeline import executor
+from lemur_data.stages.base import Phase, Task
+
+def probe():
+    import pyarrow as pa
+    return {"pool": pa.default_memory_pool().backend_name, "pid": os.getpid(),
+            "env": [os.environ.get(k) for k in ("ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX")]}
+
+executor.start(sys.argv[1])
+executor.connect(sys.argv[1])
+tasks = [Task(str(n), probe) for n in range(3)]
+print(json.dumps(executor.run_phase(Phase("probe", tasks), sys.argv[2], 1)))
+executor.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_cluster_workers_set_their_arrow_pool_themselves(cluster: LocalCluster,
+                                                         tmp_path: Path) -> None:
+    """The cluster's workers were started without ARROW_DEFAULT_MEMORY_POOL (cluster_env),
+    and the build asks Ray for no runtime_env (which costs new workers each build):
+    each worker sets it before pyarrow is imported (pipeline/worker_env.py), so Arrow's
+    C++ threads use the system allocator, whose freed pages malloc_trim returns."""
+    result = subprocess.run([sys.executable, "-c", _PROBE, cluster.address, str(tmp_path)],
+                            cwd=REPO, env=cluster_env(), capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summaries = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [s["pool"] for s in summaries] == ["system"] * 3, summaries
+    assert all(s["env"] == ["system", None] for s in summaries), summaries
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
 
 
 @pytest.mark.slow
