@@ -9,7 +9,9 @@ import gzip
 import itertools
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -410,6 +412,29 @@ def test_a_remote_build_is_the_same_for_any_worker_count_and_after_a_kill(
     resumed = subprocess.run([*CLI, *args], cwd=REPO, env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert digest(tmp_path / "killed") == runs["one"]
+    # killed once a unit planned past the estimate has finished: the resumed run plans
+    # those units again from the marker of the unit that found them
+    listed = len(plan_units(*_reader(manifest, tmp_path), 10**6, len(plain) // 6))
+    later = tmp_path / "killed-later"
+    args = ["build", "-m", str(tmp_path / "m.yaml"), "--run-dir", str(later),
+            "--progress", "none", "--workers", "1"]
+    process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    markers = later / "markers" / "01-ingest"
+    deadline = time.time() + 180
+    while time.time() < deadline and len(list(markers.glob("*.json"))) <= listed:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert len(list(markers.glob("*.json"))) > listed and not (later / "stats.json").exists()
+    resumed = subprocess.run([*CLI, *args], cwd=REPO, env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert digest(later) == runs["one"]
+
+
+def _reader(raw: dict[str, Any], folder: Path) -> tuple[Any, Any]:
+    spec = parse_manifest(raw, "m", folder).sources[0]
+    return spec.reader, spec.info()
 
 
 def test_a_local_count_is_kept_by_the_files_stamp(tmp_path: Path,
