@@ -344,6 +344,34 @@ def test_read_needed_reads_a_remote_file_past_its_estimate(ray_session: Any,
         document_id("code", f"{copies['gz'].name}#@{offset}") for offset in starts)
 
 
+def test_a_sample_reads_a_remote_file_past_its_estimate(ray_session: Any,
+                                                        tmp_path: Path) -> None:
+    """A sampled build (`sample: 0.9`, every unit of this file chosen, 90% of each one's
+    rows kept by hash) reads the units planned past a `file://` gzip's estimate as
+    units of the sample: their rows are sampled alike, none lost to a record."""
+    import pyarrow.parquet as pq
+
+    from tests.runs import run_build
+
+    plain, starts, copies = _expanding(tmp_path)
+    raw = {"name": "expanding", "seed": 5, "shard": {"max_bytes": len(plain) // 8},
+           "sample": 0.9, "stages": [],
+           "sources": [{"name": "code", "kind": "code", "lang": "Python",
+                        "columns": {"path": "path"},
+                        "reader": {"type": "jsonl", "paths": [f"file://{copies['gz']}"]}}]}
+    listed = plan_units(*_reader(raw, tmp_path), 10**6, len(plain) // 8)
+    result = run_build(raw, tmp_path, tmp_path / "run")
+    assert removed_reasons(tmp_path / "run") == []
+    assert len(result.plan.units["code"]) > len(listed)
+    planned = listed[-1].payload["end"]  # the last listed unit's end: the rest came after
+    ids = set(pq.read_table(tmp_path / "run" / result.stats["output"]["dir"],
+                            columns=["id"]).column("id").to_pylist())
+    past = {document_id("code", f"{copies['gz'].name}#@{offset}") for offset in starts
+            if offset >= planned}
+    assert 0.8 * len(past) < len(ids & past) < len(past)  # about 90% of them
+    assert 0.8 * len(starts) < len(ids) < len(starts)
+
+
 def test_remote_sizes_are_kept_by_the_objects_stamps(
         tmp_path: Path, s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next process (a resume, `plan` again) reads no head of unchanged objects;
