@@ -48,8 +48,10 @@ def connect(address: str | None = None, workers: int | None = None) -> None:
 def start(address: str | None = None, workers: int | None = None) -> None:
     """Begin `connect` in a thread, so that what the build does meanwhile (imports, the
     manifest, listing, planning) overlaps it: a local Ray takes ~2 s to start, most of
-    it the raylet waiting for its agents, and joining a running one ~0.5 s. `connect`
-    then waits for it. Nothing when Ray runs already or a start is under way.
+    it the raylet waiting for its agents, and joining a running one ~0.5 s. Once joined,
+    the thread asks for the build's first worker (`_warm_up`): a running Ray starts a
+    new worker process for each build, ~0.3-0.6 s with its imports. `connect` then
+    waits for both. Nothing when Ray runs already or a start is under way.
 
     The thread lives until `shutdown` has stopped Ray: the processes `ray.init` starts
     (GCS server, raylet) ask the kernel for a signal when their parent dies
@@ -81,6 +83,7 @@ def abandon() -> None:
         return
     starting, _starting = _starting, None
     starting.done.wait()
+    starting.warm = None  # stopped with Ray
     shutdown()
 
 
@@ -97,6 +100,7 @@ class _Start:
 
     def __init__(self, address: str | None, workers: int | None) -> None:
         self.error: BaseException | None = None
+        self.warm: ray.ObjectRef | None = None  # the first worker's start (_warm_up)
         self.done = threading.Event()
         self.release = threading.Event()  # set once Ray has stopped (shutdown)
         # ray.init sets this handler (sys.exit, so that Ray's atexit hook stops it) only
@@ -110,6 +114,7 @@ class _Start:
     def _run(self, address: str | None, workers: int | None) -> None:
         try:
             _join(address, workers)
+            self.warm = _warm_up.remote()
         except BaseException as error:  # raised again by wait(), in the build's thread
             self.error = error
         finally:
@@ -120,10 +125,30 @@ class _Start:
         self.done.wait()
         if self.error is not None:
             raise self.error
+        if self.warm is not None:
+            # The first task then finds the worker ready, rather than starting a second
+            # one beside it. An error is left for the tasks to report (ray.wait raises
+            # none); a worker that takes long to come up is not waited for beyond this.
+            ray.wait([self.warm], timeout=_WARM_UP_WAIT_S)
+            self.warm = None
 
 
 _starting: _Start | None = None  # begun by start, not yet waited for
 _started: list[_Start] = []  # their threads, until shutdown
+
+
+_WARM_UP_WAIT_S = 30.0
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _warm_up() -> None:
+    """Nothing, in a worker of this build: Ray starts one (Python, Ray, and importing
+    this module: storage, pyarrow, numpy), while the driver imports, reads the manifest
+    and plans, and the first task's worker is then the one this left idle. It holds no
+    CPU, so it never waits for one or keeps a task from one (a cluster node may have
+    none)."""
+    memory.prepare_worker()
+    storage.skip_pandas_probe()
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
