@@ -69,7 +69,7 @@ class _Chunks(dict[str, list[str]]):
     repeats its chunks ("the", "of", "words,"): the regex then runs on ~1 in 6, and
     a chunk of letters only is one word without it."""
 
-    MAX = 1 << 18  # chunks kept; past that the memo starts over (~30 MB at most)
+    MAX = 1 << 16  # chunks kept, then the memo starts over: 15-20 MB (prose, code)
 
     def __missing__(self, chunk: str) -> list[str]:
         if len(self) >= self.MAX:
