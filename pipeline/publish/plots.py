@@ -292,7 +292,7 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
     found = [s for s in stats.get("stages") or [] if s.get("cluster_sizes")]
     if not found:
         return None
-    fig, axes = _figure(len(found), height=3.4)
+    fig, axes = _fixed(len(found), 3.4, top=0.4, bottom=0.65)  # bins: short labels
     for ax, stage in zip(axes, found, strict=True):
         # bins are labelled "2", "5-8", ">=1025": order them by their lower bound
         sizes = dict(sorted(stage["cluster_sizes"].items(),
@@ -303,6 +303,7 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
             ax.text(x, v, human(v), ha="center", va="bottom", fontsize=7)
         ax.set_yscale("log")
         ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_formatter(lambda v, _: human(v))  # not mathtext 10^n
         ax.set_xlabel("documents in the cluster")
         ax.set_ylabel("clusters")
         ax.set_title(f"{stage['name']}: {human(stage.get('clusters', sum(sizes.values())))} "
