@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
@@ -66,6 +67,17 @@ def _figure(panels: int = 1, height: float = 4.2) -> tuple[Figure, list[Any]]:
     fig = Figure(figsize=(10, height * panels), layout="constrained")
     axes = [fig.add_subplot(panels, 1, i + 1) for i in range(panels)]
     return fig, axes
+
+
+def _text_size(labels: list[str], points: float) -> tuple[float, float]:
+    """The widest line and the most lines' height of `labels` at `points`, in inches,
+    as Agg lays them out (at the PNGs' 100 dpi)."""
+    renderer = RendererAgg(1, 1, 100)
+    font = FontProperties(size=points)
+    width = max((renderer.get_text_width_height_descent(line, font, ismath=False)[0]
+                 for label in labels for line in label.split("\n")), default=0.0) / 100
+    lines = max((len(label.split("\n")) for label in labels), default=0)
+    return width, lines * points * 1.2 / 72  # matplotlib's line spacing: 1.2
 
 
 def _fixed(panels: int, height: float, top: float, bottom: float, head: float = 0.0,
@@ -239,8 +251,10 @@ def tokens_by_language(stats: dict[str, Any]) -> Plot | Note | None:
     shown = ranked[:MOST_LANGS]
     if len(ranked) > len(shown):
         shown.append((f"{len(ranked) - len(shown)} more", sum(v for _, v in ranked[MOST_LANGS:])))
-    fig, (ax,) = _figure(1, height=max(3.0, 0.28 * len(shown) + 1))
     names = [n for n, _ in shown][::-1]
+    # left of the bars: the language names (10 pt tick labels), measured
+    fig, (ax,) = _fixed(1, max(3.0, 0.28 * len(shown) + 1), top=0.4, bottom=0.65,
+                        left=_text_size(names, 10)[0] + 0.25, right=0.25)
     values = [v for _, v in shown][::-1]
     ax.barh(names, values, color=[KIND_COLORS.get(kind_of.get(n, ""), "#999999") for n in names])
     for y, v in enumerate(values):
@@ -322,7 +336,8 @@ def bar_chart(chart: BarChart) -> Plot | Note:
             for label, _, bars in chart.series)
         return Note(chart.name, chart.title,
                     f"One category, {' '.join(chart.labels[0].split())}: {shown}.")
-    fig, (ax,) = _figure(1)
+    # below the bars: the category labels (8 pt, maybe several lines), measured
+    fig, (ax,) = _fixed(1, 4.2, top=0.4, bottom=_text_size(chart.labels, 8)[1] + 0.25)
     xs = range(len(chart.labels))
     width = 0.8 / len(chart.series)
     offsets = [(i - (len(chart.series) - 1) / 2) * width for i in range(len(chart.series))]
