@@ -65,9 +65,9 @@ class Quality(DocumentStage[QualityParams]):
     about = (
         "heuristic quality rules (The Stack / StarCoder for code; Gopher, "
         "C4, FineWeb for text)")
-    # MB/s per core (code, text); docs/benchmarks.md. Text: 3.7-4.1 with the default
-    # preset on real English, a fresh process (2026-12-02, load 6-7, 3.0 fineweb to 5.3
-    # c4): `python -m tests.bench.bench_quality_text`, charged a little under.
+    # MB/s per core (code, text); docs/benchmarks.md. Text: 3.3-4.1 with the default
+    # preset on real English, a fresh process (2026-12-02, two runs at load 4-7; 3.0-3.7
+    # fineweb, 5.1-5.3 c4): `python -m tests.bench.bench_quality_text`, charged under.
     rate_mb_s = (35.0, 3.0)
     Params = QualityParams
 
