@@ -17,10 +17,12 @@ include_dashboard=False)`, measured with psutil on the listening sockets of a bu
   needs none of it (it talks to the GCS), so `Node.start_api_server` is not called.
 
 The autoscaler's monitor is not started (one node: nothing to scale; it also held
-Ray's shutdown for a second). The head's dashboard agent starts `--minimal` (no HTTP
-server, no metrics or job modules; `_minimal_agent`): the raylet waits for the agent
-to start before it registers, and the full agent's imports made that the longest part
-of `ray.init`.
+Ray's shutdown for a second). The raylet registers only once its two agents have
+written their ports, and their imports made that the longest part of `ray.init`: both
+run as pipeline/ray_agent.py's stand-ins, which import nothing of Ray (should a
+command not be rewritten, the dashboard agent is still Ray's `--minimal` one:
+`_minimal_agent`). And `ray.init` waits for the raylet in the GCS's node table with
+20 ms polls instead of Ray's 1 s ones (`_wait_until_registered`).
 
 A cluster joined with `--ray-address` is left as its operator configured it
 (README, "Security").
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,9 +73,17 @@ def loopback_only() -> Iterator[None]:
         return saved_process(command, process_type, *args, **kwargs)
 
     services.start_ray_process = start_process
+    saved_get_node = services.get_node
+
+    def get_node(gcs_address: str, node_id: str) -> Any:
+        _wait_until_registered(gcs_address, node_id)
+        return saved_get_node(gcs_address, node_id)
+
+    services.get_node = get_node
     try:
         yield
     finally:
+        services.get_node = saved_get_node
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         node.Node.start_api_server = saved_start
         node.Node.start_monitor = saved_monitor
@@ -84,6 +95,23 @@ def loopback_only() -> Iterator[None]:
             del os.environ[LOCAL_ONLY_ENV]
 
 
+def _wait_until_registered(gcs_address: str, node_id: str, timeout_s: float = 30) -> None:
+    """Until the raylet `ray.init` started is in the GCS's node table, polled every 20 ms.
+    `ray.init` asks the GCS for the node as soon as it started the raylet, and when the
+    raylet has not registered yet, Ray's own lookup sleeps a second before it asks again
+    (measured: 1.00-1.03 s each time, the raylet registering ~0.3 s after it started).
+    Past the timeout, Ray's lookup has the last word (and its error)."""
+    from ray._private import services, state
+
+    table = state.GlobalState()
+    table._initialize_global_state(services._get_gcs_client_options(gcs_address))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(node.get("NodeID") == node_id for node in table.node_table()):
+            return
+        time.sleep(0.02)
+
+
 def _minimal_agent() -> ImportError:
     """Ray's check for its dashboard's dependencies, answered "missing": the raylet then
     starts its dashboard agent with `--minimal` (no HTTP server, no metrics or job
@@ -93,20 +121,23 @@ def _minimal_agent() -> ImportError:
     return ImportError("a build's local Ray runs its dashboard agent minimal")
 
 
-AGENT_OPTION = "--dashboard_agent_command="
+AGENT_OPTIONS = {"--dashboard_agent_command=": "dashboard",
+                 "--runtime_env_agent_command=": "runtime_env"}
 
 
 def bare_agent(raylet_command: list[str]) -> list[str]:
-    """The raylet's command, with its dashboard agent run as pipeline/ray_agent.py (Ray's
-    agent without its modules). A command in a form this does not know (the agent's
-    path quoted, say) is left as Ray wrote it: the agent is then Ray's own, slower to
-    start but as correct."""
-    from .ray_agent import AGENT_MODULE, agent_script
+    """The raylet's command, with its dashboard and runtime-env agents run as
+    pipeline/ray_agent.py's stand-ins. A command in a form this does not know (the
+    agent's path quoted, say) is left as Ray wrote it: that agent is then Ray's own,
+    slower to start but as correct."""
+    from .ray_agent import AGENT_MODULE, agent_scripts
 
-    script = f" {agent_script()} "
+    scripts = agent_scripts()
     rewritten = []
     for argument in raylet_command:
-        if argument.startswith(AGENT_OPTION) and argument.count(script) == 1:
-            argument = argument.replace(script, f" -m {AGENT_MODULE} ")
+        for option, kind in AGENT_OPTIONS.items():
+            script = f" {scripts[kind]} "
+            if argument.startswith(option) and argument.count(script) == 1:
+                argument = argument.replace(script, f" -m {AGENT_MODULE} {kind} ")
         rewritten.append(argument)
     return rewritten

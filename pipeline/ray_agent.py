@@ -1,48 +1,101 @@
-"""The dashboard agent of a build's own local Ray, started without its modules.
+"""The two agents of a build's own local Ray, as stand-ins that start at once.
 
-The raylet starts a dashboard agent and registers with the GCS only once the agent has
-written its ports, so `ray.init` waits for the agent to start. Ray's agent first
-imports every module under `ray.dashboard.modules` (pkgutil.walk_packages), ~0.6 s of
-CPU of its ~1.1 s, then runs the ones it found: the reporter (psutil statistics every
-few seconds, for metrics nothing reads here), the job agent (the job API that
-pipeline/local_ray.py keeps closed), the log and event agents (the dashboard's). A
-build's local Ray has no dashboard and uses none of them, so this agent loads none:
-the raylet starts sooner, and no reporter polls while the tasks run.
+The raylet starts two Python agents, Ray's dashboard agent and its runtime-env agent,
+and registers with the GCS (which `ray.init` waits for) only once both have written
+their ports into the session folder. Each of Ray's own first imports Ray and its
+servers (~0.5 s of CPU each), at the moment the driver imports too and the raylet
+starts the first worker; on 2 cores the raylet waited ~0.9 s for them (load ~1), ~2 s
+at load ~9.
 
-The raylet runs it as `python -m lemur_data.pipeline.ray_agent <Ray's agent arguments>`
-(pipeline/local_ray.py rewrites the agent command it is given); everything else is
-Ray's own `ray/dashboard/agent.py`, run as its main script.
+A build's local Ray uses neither agent: it has no dashboard and no metrics
+(executor._start_local), and no task asks for a runtime environment (the workers
+inherit the driver's, pipeline/worker_env.py), so the raylet never calls the
+runtime-env agent. Here each is a stand-in that imports nothing of Ray:
+
+- `dashboard`: writes what Ray's own agent writes in its `--minimal` mode, where it
+  serves nothing: -1 (no service) for its gRPC, metrics export and HTTP ports;
+- `runtime_env`: binds the port it writes (on the node's address, loopback here) and
+  does not listen, so a request the raylet would make is refused at once rather than
+  left waiting.
+
+Each then waits until the raylet closes its stdin, the pipe Ray's own agents watch
+for the raylet's death (RAY_enable_pipe_based_agent_to_parent_health_check), or stops
+it with SIGTERM at shutdown.
+
+The raylet runs it as `python -m lemur_data.pipeline.ray_agent KIND <Ray's agent
+arguments>` (pipeline/local_ray.py rewrites the agent commands it is given). A port
+file is what `ray._raylet.persist_port` writes: `<session>/<name>_<node id>` holding
+the port in decimal, made whole at once (renamed into place). A cluster joined with
+`--ray-address` keeps Ray's own agents.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
-import runpy
+import socket
+import stat
 import sys
+import time
 
 AGENT_MODULE = __spec__.name if __spec__ is not None else "lemur_data.pipeline.ray_agent"
+KINDS = ("dashboard", "runtime_env")
 
 
-def _no_modules(module_type: type) -> list[type]:
-    """`ray.dashboard.utils.get_all_modules`, for an agent that serves no module."""
-    return []
-
-
-def agent_script() -> str:
-    """Ray's dashboard agent script, as the raylet would run it."""
+def agent_scripts() -> dict[str, str]:
+    """Ray's agent scripts, as the raylet would run them, by the KIND that stands in."""
     import ray
 
-    return os.path.join(os.path.dirname(ray.__file__), "dashboard", "agent.py")
+    root = os.path.dirname(ray.__file__)
+    return {"dashboard": os.path.join(root, "dashboard", "agent.py"),
+            "runtime_env": os.path.join(root, "_private", "runtime_env", "agent", "main.py")}
 
 
-def main() -> None:
-    import ray.dashboard.utils as dashboard_utils
+def persist_port(session_dir: str, node_id: str, name: str, port: int) -> None:
+    """The port file the raylet waits for (as `ray._raylet.persist_port` writes it)."""
+    path = os.path.join(session_dir, f"{name}_{node_id}")
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "w") as out:
+        out.write(str(port))
+    os.replace(partial, path)
 
-    dashboard_utils.get_all_modules = _no_modules  # agent.py looks it up at call time
-    script = agent_script()
-    sys.argv[0] = script
-    runpy.run_path(script, run_name="__main__")
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog=AGENT_MODULE)
+    parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("--node-id", required=True)
+    parser.add_argument("--session-dir", required=True)
+    parser.add_argument("--node-ip-address", default="127.0.0.1")
+    args, _ = parser.parse_known_args(argv)
+    held = None
+    if args.kind == "dashboard":
+        for name in ("metrics_agent_port", "metrics_export_port",
+                     "dashboard_agent_listen_port"):
+            persist_port(args.session_dir, args.node_id, name, -1)
+    else:
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.bind((args.node_ip_address, 0))
+        persist_port(args.session_dir, args.node_id, "runtime_env_agent_port",
+                     held.getsockname()[1])
+    try:
+        _wait_for_raylet_exit()
+    finally:
+        if held is not None:
+            held.close()
+
+
+def _wait_for_raylet_exit() -> None:
+    """Until the raylet's end of the stdin pipe closes, or (no pipe) its parent is gone."""
+    if stat.S_ISFIFO(os.fstat(0).st_mode):
+        with contextlib.suppress(OSError):
+            while sys.stdin.buffer.read(4096):
+                pass
+        return
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(1)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
