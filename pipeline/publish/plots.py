@@ -11,6 +11,7 @@ bytes and a resumed run's report stays byte-identical.
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,21 +53,9 @@ class Note:
 
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
-    # The constrained layout, computed once: `savefig` would run it inside a whole
-    # extra draw pass (without output), ~10% of a figure's time; same bytes.
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.execute(fig)
-        fig.set_layout_engine("none")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return buffer.getvalue()
-
-
-def _figure(panels: int = 1, height: float = 4.2) -> tuple[Figure, list[Any]]:
-    fig = Figure(figsize=(10, height * panels), layout="constrained")
-    axes = [fig.add_subplot(panels, 1, i + 1) for i in range(panels)]
-    return fig, axes
 
 
 def _text_size(labels: list[str], points: float) -> tuple[float, float]:
@@ -86,10 +75,10 @@ def _fixed(panels: int, height: float, top: float, bottom: float, head: float = 
     """A 10-inch-wide figure of panels stacked at fixed margins, in inches: `top` and
     `bottom` inside each panel of `height`, `head` above them all, `foot` below.
 
-    No layout engine: the constrained layout measures every tick label twice before
-    the figure is drawn, a third of the figure's time. For figures whose text has a
-    known bound only (numbers as `human` writes them, stage names); a figure of free
-    labels (language names, mixture keys) keeps `_figure`."""
+    No layout engine: the constrained layout measured every tick label twice before
+    the figure was drawn, a third of the figure's time. So each figure sets margins
+    that hold its text: text of a known bound (numbers as `human` writes them, stage
+    names), or free labels (languages, mixture keys) measured first (`_text_size`)."""
     total = head + panels * height + foot
     fig = Figure(figsize=(10, total))
     axes = []
@@ -213,7 +202,17 @@ def mixture(stats: dict[str, Any]) -> Plot | Note | None:
                     f"One mixture component, {one['key']}: {human(one['used_tokens'])} "
                     f"tokens used, {one.get('realized_epochs', 0):.2f} epochs over its "
                     f"available tokens (the Mixture table below).")
-    fig, (ax,) = _figure(1)
+    keys = [c["key"] for c in components]
+    # The keys, 10 pt, rotated 20 degrees and ending at their tick: below the axes
+    # their height, and left of it what the first one reaches past its tick (the x
+    # range is set to put the first tick 0.6 of a bar slot in).
+    width, height = _text_size(keys, 10)
+    slant, rise = math.cos(math.radians(20)), math.sin(math.radians(20))
+    first = _text_size(keys[:1], 10)[0] * slant
+    left = max(0.85, first + 0.15 - 8.9 * 0.6 / len(keys))
+    fig, (ax,) = _fixed(1, 4.2, top=0.4, bottom=width * rise + height * slant + 0.2,
+                        left=left)
+    ax.set_xlim(-0.6, len(keys) - 0.4)
     xs = range(len(components))
     target = [c.get("target_share", 0.0) for c in components]
     real = [c.get("realized_share", 0.0) for c in components]
@@ -224,7 +223,7 @@ def mixture(stats: dict[str, Any]) -> Plot | Note | None:
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
                 f"{human(component['used_tokens'])} tok\n{epochs:.2f} ep",
                 ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), [c["key"] for c in components], rotation=20, ha="right")
+    ax.set_xticks(list(xs), keys, rotation=20, ha="right")
     ax.set_ylabel("share of tokens")
     ax.set_ylim(0, max([*target, *real, 0.01]) * 1.25)
     ax.legend()
