@@ -10,7 +10,10 @@ documented use: a process that imports, then works), so later collections see on
 what the build itself makes.
 
 Only the `lemur-data` command does this (`cli.run` calls `hold`); tests that call
-`cli.main` keep their collector as it is.
+`cli.main` keep their collector as it is. A build settles once its imports are done
+and again before its report; the other commands (validate, plan, inspect, explain,
+diff, card, push, index, launch) are short or wait on another process, and run with
+the collector off to their end.
 """
 
 from __future__ import annotations
