@@ -66,16 +66,16 @@ with contextlib.redirect_stdout(io.StringIO()):
         with contextlib.suppress(SystemExit):
             main(["build", "--help"])
     else:
-        assert main(["validate", "--manifest", "manifests/demo.yaml"]) == 0
+        assert main([sys.argv[1], "--manifest", "manifests/demo.yaml"]) == 0
 print(sorted(m for m in ("matplotlib", "ray", "polars", "pandas", "scipy", "detect_secrets",
                          "huggingface_hub") if m in sys.modules))
 """
 
 
-@pytest.mark.parametrize("command", ["help", "validate"])
-def test_help_and_validate_import_no_plot_ray_or_dataframe_library(command: str) -> None:
-    """`build --help` and `validate` answer without matplotlib, Ray, the dataframe
-    libraries, detect-secrets or the Hub client (each ~0.1-1 s to import)."""
+@pytest.mark.parametrize("command", ["help", "validate", "plan"])
+def test_help_validate_and_plan_import_no_plot_ray_or_dataframe_library(command: str) -> None:
+    """`build --help`, `validate` and `plan` answer without matplotlib, Ray, the
+    dataframe libraries, detect-secrets or the Hub client (each ~0.1-1 s to import)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     out = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, command], cwd=REPO, env=env,
                          capture_output=True, text=True, check=True, timeout=300).stdout
