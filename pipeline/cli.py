@@ -105,13 +105,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
     console = make_console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return card_command(args.run_dir, console)
-    if args.command == "index":
-        return index_command(args.run_dir, console)
-    if args.command == "push":
-        return push_command(args, console)
+    if args.command in ("index", "push"):
+        heap.settle()  # they read (and upload) a whole run: no reason to hold it
+        return (index_command(args.run_dir, console) if args.command == "index"
+                else push_command(args, console))
     if args.command in ("inspect", "explain", "diff"):
         from .workbench.cli import run
 
+        heap.settle()  # imported; what it reads of a large run is the run's size
         return run(args, console)
     if args.command == "build":
         # Ray starts (a local one: ~2 s, mostly its raylet waiting for its agents) or is
@@ -154,6 +155,7 @@ def _manifest_command(args: argparse.Namespace, console: Console) -> int:
     if args.command == "launch":
         from .launch.run import launch_command
 
+        heap.settle()  # imported; it then waits on Megatron-LM for as long as it trains
         return launch_command(manifest, run_dir, args, console)
     return _build(manifest, run_dir, args, console)
 

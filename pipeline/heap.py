@@ -11,9 +11,10 @@ what the build itself makes.
 
 Only the `lemur-data` command does this (`cli.run` calls `hold`); tests that call
 `cli.main` keep their collector as it is. A build settles once its imports are done
-and again before its report; the other commands (validate, plan, inspect, explain,
-diff, card, push, index, launch) are short or wait on another process, and run with
-the collector off to their end.
+and again before its report; `index`, `push`, `launch` and the workbench commands
+(`inspect`, `explain`, `diff`) once theirs are, since what they then read or wait for
+grows with the run. `validate`, `plan` and `card` are short and run with the
+collector off to their end.
 """
 
 from __future__ import annotations

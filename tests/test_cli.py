@@ -99,6 +99,25 @@ def test_the_command_collects_no_garbage_while_it_imports() -> None:
     assert "collections 0" in result.stderr, result.stderr
 
 
+
+@pytest.mark.parametrize("command", [["inspect", "--run-dir"], ["index", "--run-dir"]])
+def test_a_command_that_reads_a_whole_run_collects_again_once_imported(
+        tmp_path: Path, command: list[str]) -> None:
+    """The commands whose work grows with the run (the workbench, `index`, `push`,
+    `launch`) turn the collector back on once imported: a run's worth of cycles is
+    never left to pile up. Here on a run folder that does not exist (their error path
+    runs after the imports too)."""
+    probe = ("import atexit, gc, sys\n"
+             "from lemur_data.pipeline.cli import run\n"
+             "atexit.register(lambda: print('enabled', gc.isenabled(), file=sys.stderr))\n"
+             f"sys.argv = ['lemur-data', *{command!r}, {str(tmp_path / 'none')!r}]\n"
+             "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0, result.stderr  # no run there
+    assert "enabled True" in result.stderr, result.stderr
+
 @pytest.mark.slow
 def test_failed_run_exits_1_naming_the_file(tmp_path: Path) -> None:
     stack_parquet(tmp_path / "stack.parquet", stdlib_files("json"))
