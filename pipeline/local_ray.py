@@ -128,16 +128,21 @@ AGENT_OPTIONS = {"--dashboard_agent_command=": "dashboard",
 def bare_agent(raylet_command: list[str]) -> list[str]:
     """The raylet's command, with its dashboard and runtime-env agents run as
     pipeline/ray_agent.py's stand-ins. A command in a form this does not know (the
-    agent's path quoted, say) is left as Ray wrote it: that agent is then Ray's own,
-    slower to start but as correct."""
-    from .ray_agent import AGENT_MODULE, agent_scripts
+    agent's path quoted, say), or a Ray that does not name the agents' port files as
+    the stand-ins expect (`ray_agent.port_names`), is left as Ray wrote it: that agent
+    is then Ray's own, slower to start but as correct."""
+    from .ray_agent import AGENT_MODULE, agent_scripts, port_names
 
+    ports = port_names()
+    if ports is None:
+        return raylet_command
     scripts = agent_scripts()
     rewritten = []
     for argument in raylet_command:
         for option, kind in AGENT_OPTIONS.items():
             script = f" {scripts[kind]} "
             if argument.startswith(option) and argument.count(script) == 1:
-                argument = argument.replace(script, f" -m {AGENT_MODULE} {kind} ")
+                argument = argument.replace(
+                    script, f" -m {AGENT_MODULE} {kind} {','.join(ports[kind])} ")
         rewritten.append(argument)
     return rewritten

@@ -22,8 +22,10 @@ Each then waits until the raylet closes its stdin, the pipe Ray's own agents wat
 for the raylet's death (RAY_enable_pipe_based_agent_to_parent_health_check), or stops
 it with SIGTERM at shutdown.
 
-The raylet runs it as `python -m lemur_data.pipeline.ray_agent KIND <Ray's agent
-arguments>` (pipeline/local_ray.py rewrites the agent commands it is given). A port
+The raylet runs it as `python -m lemur_data.pipeline.ray_agent KIND PORTS <Ray's agent
+arguments>`, PORTS being the port files' names as the running Ray spells them
+(`port_names`; a Ray without those names keeps its own agents); pipeline/local_ray.py
+rewrites the agent commands it is given. A port
 file is what `ray._raylet.persist_port` writes: `<session>/<name>_<node id>` holding
 the port in decimal, made whole at once (renamed into place). A cluster joined with
 `--ray-address` keeps Ray's own agents.
@@ -61,23 +63,39 @@ def persist_port(session_dir: str, node_id: str, name: str, port: int) -> None:
     os.replace(partial, path)
 
 
+def port_names() -> dict[str, list[str]] | None:
+    """The port files each agent writes, by KIND, named by the running Ray's own
+    constants (`ray._raylet`, where `persist_port` takes them); None when this Ray does
+    not have them all, and the raylet then keeps Ray's own agents. The file format
+    (`persist_port`) is the one of Ray 2.60, checked by tests/test_local_ray.py."""
+    from ray import _raylet
+
+    names = {"dashboard": ["METRICS_AGENT_PORT_NAME", "METRICS_EXPORT_PORT_NAME",
+                           "DASHBOARD_AGENT_LISTEN_PORT_NAME"],
+             "runtime_env": ["RUNTIME_ENV_AGENT_PORT_NAME"]}
+    try:
+        return {kind: [str(getattr(_raylet, name)) for name in constants]
+                for kind, constants in names.items()}
+    except AttributeError:
+        return None
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog=AGENT_MODULE)
     parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("ports", help="the port files to write, comma-separated (port_names)")
     parser.add_argument("--node-id", required=True)
     parser.add_argument("--session-dir", required=True)
     parser.add_argument("--node-ip-address", default="127.0.0.1")
     args, _ = parser.parse_known_args(argv)
     held = None
     if args.kind == "dashboard":
-        for name in ("metrics_agent_port", "metrics_export_port",
-                     "dashboard_agent_listen_port"):
+        for name in args.ports.split(","):
             persist_port(args.session_dir, args.node_id, name, -1)
     else:
         held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         held.bind((args.node_ip_address, 0))
-        persist_port(args.session_dir, args.node_id, "runtime_env_agent_port",
-                     held.getsockname()[1])
+        persist_port(args.session_dir, args.node_id, args.ports, held.getsockname()[1])
     try:
         _wait_for_raylet_exit()
     finally:

@@ -164,3 +164,23 @@ def test_a_build_without_an_address_starts_its_own_ray_beside_a_ray_start(
         assert list((temp / "ray").glob("session_*")), "the build's Ray used another dir"
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_ray_without_the_port_names_keeps_its_own_agents(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-ins write the port files the running Ray names (ray._raylet's
+    constants); a Ray that names them otherwise keeps its own agents, slower but as
+    correct, rather than a raylet waiting for files nobody writes."""
+    from ray import _raylet
+
+    from lemur_data.pipeline.local_ray import bare_agent
+    from lemur_data.pipeline.ray_agent import agent_scripts
+
+    scripts = agent_scripts()
+    command = ["raylet", f"--dashboard_agent_command=python {scripts['dashboard']} --x=1",
+               f"--runtime_env_agent_command=python {scripts['runtime_env']} --y=2"]
+    rewritten = bare_agent(command)
+    assert f"-m {AGENT_MODULE} runtime_env runtime_env_agent_port " in rewritten[2]
+    assert "metrics_agent_port,metrics_export_port,dashboard_agent_listen_port" in rewritten[1]
+    monkeypatch.delattr(_raylet, "RUNTIME_ENV_AGENT_PORT_NAME")
+    assert bare_agent(command) == command
