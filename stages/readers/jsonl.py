@@ -88,7 +88,7 @@ class JsonlReader(Reader[JsonlParams]):
                 hint = 2 if estimated else 1  # an estimate is planned doubled
                 cap = bomb_cap(on_disk, self.source.max_doc_bytes)
                 size = min(size, cap)  # a header may state any size
-                parts = min(MAX_PARTS, max(1, -(-size // max_bytes)))
+                parts = _parts(size, max_bytes, MAX_PARTS)
                 end = min(cap, size + -(-size // parts))
                 payload |= ({"inflated": end} | ({"estimated": True} if estimated else {})
                             | ({"capped": True} if end == cap else {}))
@@ -96,13 +96,13 @@ class JsonlReader(Reader[JsonlParams]):
                 # `inflated`: the decompressed bytes planned; a read stops there too
                 size, capped = inflated_size(path, on_disk, self.source.max_doc_bytes)
                 payload |= {"inflated": size} | ({"capped": True} if capped else {})
-                parts = min(MAX_PARTS, max(1, -(-size // max_bytes)))
+                parts = _parts(size, max_bytes, MAX_PARTS)
             else:
-                parts = max(1, -(-size // max_bytes))
-            for k in range(parts):
-                last = end if end is not None and k == parts - 1 else size * (k + 1) // parts
-                ranged = payload | ({"start": size * k // parts, "end": last}
-                                    if parts > 1 else {})
+                parts = _parts(size, max_bytes)
+            for k, (first, last) in enumerate(_ranges(0, size, parts)):
+                if end is not None and k == parts - 1:
+                    last = end
+                ranged = payload | ({"start": first, "end": last} if parts > 1 else {})
                 units.append(InputUnit(self.source.name, len(units), ranged,
                                        bytes_hint=size // parts // hint))
         return units
@@ -120,10 +120,9 @@ class JsonlReader(Reader[JsonlParams]):
                 if k not in ("start", "end", "inflated", "estimated", "capped")}
         payload = kept | {"inflated": end, "counted": True} | (
             {"capped": True} if more["capped"] else {})
-        parts = min(MAX_PARTS, max(1, -(-(end - start) // max_bytes)))
-        return [(payload | {"start": start + (end - start) * k // parts,
-                            "end": start + (end - start) * (k + 1) // parts},
-                 (end - start) // parts) for k in range(parts)]
+        parts = _parts(end - start, max_bytes, MAX_PARTS)
+        return [(payload | {"start": first, "end": last}, (end - start) // parts)
+                for first, last in _ranges(start, end - start, parts)]
 
     def read(self, unit: InputUnit) -> pa.Table:
         return self.read_more(unit)[0]
@@ -258,6 +257,19 @@ class JsonlReader(Reader[JsonlParams]):
                           else (None, None))
         rows.add(locator, text, reason, detail, origin=f"{rel} {where}", **fields)
 
+
+
+def _parts(size: int, max_bytes: int, most: int | None = None) -> int:
+    """How many units of about `max_bytes` cut `size` bytes (at least one; at most
+    `most`, a compressed file's MAX_PARTS, since each unit decompresses those before)."""
+    parts = max(1, -(-size // max_bytes))
+    return parts if most is None else min(most, parts)
+
+
+def _ranges(start: int, size: int, parts: int) -> list[tuple[int, int]]:
+    """`size` bytes from `start` cut into `parts` ranges as even as integers allow."""
+    return [(start + size * k // parts, start + size * (k + 1) // parts)
+            for k in range(parts)]
 
 
 def _beyond(stream: IO[bytes] | io.BufferedIOBase, payload: Any, at: int,
