@@ -15,17 +15,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import RayTaskError
 
-from ..stages import storage
-from ..stages.base import Phase, Resources, Task
 from . import ray_reaper
-from . import worker_memory as memory
 from .local_ray import loopback_only
 from .worker_env import WORKER_ENV
+
+if TYPE_CHECKING:
+    from ..stages.base import Phase, Resources, Task
+
+# Only Ray is imported here: the build imports this module first, and `start` begins
+# Ray's start at once, while the rest (storage: pyarrow, fsspec; the stages' base:
+# pydantic; ~0.3 s) is imported by the build meanwhile, or by the functions below in a
+# worker. Ray's start began that much later when this module imported them itself.
 
 log = logging.getLogger("lemur_data")
 
@@ -142,11 +147,14 @@ _WARM_UP_WAIT_S = 30.0
 
 @ray.remote(num_cpus=0, max_retries=0)
 def _warm_up() -> None:
-    """Nothing, in a worker of this build: Ray starts one (Python, Ray, and importing
-    this module: storage, pyarrow, numpy), while the driver imports, reads the manifest
-    and plans, and the first task's worker is then the one this left idle. It holds no
-    CPU, so it never waits for one or keeps a task from one (a cluster node may have
-    none)."""
+    """Nothing, in a worker of this build: Ray starts one (Python, Ray, this module, and
+    what every task imports: storage, pyarrow, numpy), while the driver imports, reads
+    the manifest and plans, and the first task's worker is then the one this left idle.
+    It holds no CPU, so it never waits for one or keeps a task from one (a cluster node
+    may have none)."""
+    from ..stages import storage
+    from . import worker_memory as memory
+
     memory.prepare_worker()
     storage.skip_pandas_probe()
 
@@ -191,6 +199,8 @@ def _start_local(workers: int | None) -> None:
 
 
 def is_done(task: Task, marker: str) -> bool:
+    from ..stages import storage
+
     return storage.exists(marker) and all(storage.exists(path) for path in task.outputs)
 
 
@@ -198,6 +208,9 @@ def is_done(task: Task, marker: str) -> bool:
 def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float, float]:
     """The task's summary, its worker's peak RSS (MB), and the CPU and wall seconds the
     task took."""
+    from ..stages import storage
+    from . import worker_memory as memory
+
     if is_done(task, marker):
         return storage.read_json(marker), memory.peak_rss_mb(), 0.0, 0.0
     memory.prepare_worker()
@@ -253,6 +266,8 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
     summed (kept out of the summaries, which must
     not change between runs).
     """
+    from ..stages import storage
+
     check_feasible(phase)
     summaries: dict[str, dict[str, Any]] = {}
     pending: list[Task] = []

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -184,3 +185,17 @@ def test_a_ray_without_the_port_names_keeps_its_own_agents(
     assert "metrics_agent_port,metrics_export_port,dashboard_agent_listen_port" in rewritten[1]
     monkeypatch.delattr(_raylet, "RUNTIME_ENV_AGENT_PORT_NAME")
     assert bare_agent(command) == command
+
+
+def test_the_module_that_starts_ray_imports_only_ray() -> None:
+    """A build imports pipeline/executor.py and starts Ray at once (`start`): the
+    storage and stage modules it would import too (pyarrow, fsspec, pydantic: ~0.3 s)
+    come after, while Ray starts, so they do not delay Ray's start."""
+    probe = ("import sys\n"
+             "import lemur_data.pipeline.executor\n"
+             "print(sorted(m for m in ('pyarrow', 'fsspec', 'pydantic', 'numpy',\n"
+             "                         'lemur_data.stages.storage') if m in sys.modules))\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert out.strip() == "[]", out
