@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lemur_data.pipeline.local_ray import LOG_MONITOR_NICENESS
 from lemur_data.pipeline.ray_agent import AGENT_MODULE
 from tests.realdata import STDLIB
 from tests.test_cli import CLI, REPO, _in_session, _title
@@ -93,6 +94,10 @@ def test_a_local_build_listens_on_loopback_only(tmp_path: Path) -> None:
             ["dashboard", "runtime_env"], titles
         assert not any("ray::DashboardAgent" in t or "ray::RuntimeEnvAgent" in t
                        for t in titles), titles
+        # Ray's log monitor yields the CPU to what the build's start waits for
+        monitor = next(p for p in processes if "log_monitor.py" in _title(p))
+        assert monitor.nice() == min(19, psutil.Process(driver.pid).nice()
+                                     + LOG_MONITOR_NICENESS), _title(monitor)
         raylet = next(p for p in processes if "raylet" in _title(p))
         session = Path(next(a.split("=", 1)[1] for a in raylet.cmdline()
                             if a.startswith("--session_dir=")))
