@@ -157,6 +157,7 @@ def _warm_up() -> None:
 
     memory.prepare_worker()
     storage.skip_pandas_probe()
+    memory.hold_collector()  # until the first task starts: its imports collect nothing
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -65,6 +65,35 @@ def _load_libc() -> ctypes.CDLL | None:
 _LIBC = _load_libc()
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 _worker_ready = False
+_collector_held = False  # by hold_collector, until the next task starts
+_collector_was_held = False
+
+
+def hold_collector() -> None:
+    """Once per worker process, as its warm-up ends (executor._warm_up): what it imported
+    so far (Ray, pyarrow, numpy, storage) out of later collections (`gc.freeze`), and
+    no collection until a task starts (`prepare_worker`). In between, Ray unpickles the
+    first task's arguments, which imports the stage modules it runs (~0.3 s, ~100
+    collections, each walking what they imported so far); the first task's full
+    collection afterwards (`release_memory`) walked all of it again: 45-70 ms, while
+    the driver waited for the task's result. The driver's own imports do the same
+    (pipeline/heap.py)."""
+    global _collector_held, _collector_was_held
+    if _collector_was_held:
+        return
+    _collector_held = _collector_was_held = True
+    gc.freeze()
+    gc.disable()
+
+
+def _collect_again() -> None:
+    """A task starts: what `hold_collector` let in (the stage modules) frozen too, and
+    the collector on again for the task's own objects."""
+    global _collector_held
+    if _collector_held:
+        _collector_held = False
+        gc.freeze()
+        gc.enable()
 
 
 def prepare_worker() -> None:
@@ -73,9 +102,11 @@ def prepare_worker() -> None:
     glibc raises its mmap threshold (up to 32 MB) each time a mapped block is freed,
     after which large buffers come from the arenas and stay resident; a fixed
     threshold turns that off. A worker runs many tasks, and each task's peak counts
-    from what the worker holds when it starts.
+    from what the worker holds when it starts. And at each task's start, the collector
+    `hold_collector` stopped runs again.
     """
     global _worker_ready
+    _collect_again()
     if _worker_ready:
         return
     _worker_ready = True
