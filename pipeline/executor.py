@@ -157,6 +157,10 @@ def _warm_up() -> None:
 
     memory.prepare_worker()
     storage.skip_pandas_probe()
+    # Every build's first step is fused document tasks (pipeline/fused.py: the readers,
+    # the stage contract, pyarrow.compute, pydantic; ~0.15-0.2 s): imported here, while
+    # the driver still plans, rather than as the first task's arguments are unpickled.
+    from . import fused  # noqa: F401 - imported for the first task
     memory.hold_collector()  # until the first task starts: its imports collect nothing
 
 

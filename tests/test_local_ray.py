@@ -204,3 +204,34 @@ def test_the_module_that_starts_ray_imports_only_ray() -> None:
     out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
                          capture_output=True, text=True, check=True, timeout=300).stdout
     assert out.strip() == "[]", out
+
+
+_WARM_PROBE = """
+import gc, os, sys
+import ray
+from lemur_data.pipeline import executor
+
+@ray.remote(num_cpus=1)
+def probe():
+    return os.getpid(), "lemur_data.pipeline.fused" in sys.modules, gc.isenabled()
+
+os.environ.pop("RAY_ADDRESS", None)
+executor.start(workers=1)
+executor.connect()
+first = ray.get(probe.remote())
+second = ray.get(probe.remote())
+print(first[0] == second[0], first[1], first[2])
+executor.shutdown()
+"""
+
+
+def test_the_first_worker_is_warm_when_the_first_task_comes() -> None:
+    """A build's first worker, started while the driver plans (executor._warm_up), has
+    imported what every build's first task runs (pipeline/fused.py), and holds its
+    collector until a task starts (worker_memory.hold_collector): the first task comes
+    to that worker (same pid) and unpickles its arguments without a collection."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", _WARM_PROBE], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", "False"], out.stdout + out.stderr[-2000:]
