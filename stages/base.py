@@ -17,6 +17,8 @@ cost) lives with the stage; pipeline/ calls the hooks and names no stage.
 
 from __future__ import annotations
 
+import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -152,8 +154,12 @@ class DocumentStage(StageHooks, ABC, Generic[P]):
         """Score `docs` and say which to remove and why."""
 
     def cache_key(self) -> str:
-        """Workers reuse one built instance per distinct key (models load once)."""
-        return f"{type(self).__qualname__}:{self.params.model_dump_json()}"
+        """Workers reuse one built instance per distinct key (models load once). The
+        key holds the size and mtime of each local file or folder the parameters name:
+        a worker that outlives a build (a resident driver's, pipeline/resident) builds
+        the stage again when a file it loads has changed, as a new worker would."""
+        params = self.params.model_dump_json()
+        return f"{type(self).__qualname__}:{params}:{file_stamps(json.loads(params))}"
 
     def added_columns(self) -> list[pa.Field]:
         """Columns this stage adds, so documents it does not see get nulls."""
@@ -181,6 +187,30 @@ class DecisionsApplier(DocumentStage[P]):
 
     def cache_key(self) -> str:
         return f"{super().cache_key()}:{self.decisions_dir}"
+
+
+def file_stamps(value: Any) -> str:
+    """`path=size:mtime_ns` of each string in `value` (nested dicts and lists) that names
+    an existing local file or folder; URLs are left out (a stat would be a request)."""
+    found: list[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            for child in item.values():
+                walk(child)
+        elif isinstance(item, list):
+            for child in item:
+                walk(child)
+        elif isinstance(item, str) and os.sep in item and "://" not in item \
+                and len(item) < 4096:
+            try:
+                info = os.stat(item)
+            except (OSError, ValueError):
+                return
+            found.append(f"{item}={info.st_size}:{info.st_mtime_ns}")
+
+    walk(value)
+    return ";".join(found)
 
 
 @dataclass(frozen=True)

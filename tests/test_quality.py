@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import collections
 import json
+import os
 import random
 import subprocess
 import sys
@@ -673,6 +674,25 @@ def test_starcoder_per_extension_table_on_real_files(tmp_path: Path) -> None:
     # without the table: the starcoder preset's one set of values
     plain = _run(docs, {"code": {"preset": "starcoder"}})[0]
     assert "extension_excluded" not in plain and plain[:n + s + 1] == [None] * (n + s + 1)
+
+
+def test_an_edited_extension_table_is_read_again(tmp_path: Path) -> None:
+    """A process that outlives a build (a resident driver and its warm workers,
+    pipeline/resident) reads the table again once it is edited in place, and a worker
+    builds the stage again (its cache_key holds the file's size and mtime): as a new
+    process would."""
+    json_pkg = sorted((STDLIB / "json").glob("*.py"))
+    docs = _code_docs(json_pkg, "Python", Path("/"))
+    table = tmp_path / "table.csv"
+    table.write_text(_TABLE_HEADER + "python,py,1,1000,0.25,\n")
+    params = {"code": {"preset": "starcoder", "extension_table": str(table)}}
+    before = Quality(QualityParams.model_validate(params)).cache_key()
+    assert _run(docs, params)[0] == [None] * len(json_pkg)
+    table.write_text(_TABLE_HEADER + "python,py,1,40,0.25,\n")
+    info = table.stat()
+    os.utime(table, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    assert Quality(QualityParams.model_validate(params)).cache_key() != before
+    assert set(_run(docs, params)[0]) == {"max_line_length"}
 
 
 def test_extension_table_errors_name_the_file_and_key(tmp_path: Path) -> None:

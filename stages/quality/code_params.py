@@ -4,7 +4,8 @@ language, and the `extension_table` file read for the rule."""
 
 from __future__ import annotations
 
-from functools import cache
+import os
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -45,10 +46,21 @@ class _CodeRuleOverridesBase(_Strict):
 EXTENSION_TABLE_MAX_BYTES = 64 * 2**20  # bigcode's own table is ~30 KB
 
 
-@cache
 def load_extension_table(path: str) -> code_rules.ExtensionTableRows:
     """The `extension_table` file, read here (a bounded regular file; filters do no I/O)
-    and parsed by the rule's module. ValueError names the file, and the row or column."""
+    and parsed by the rule's module. ValueError names the file, and the row or column.
+    Read once per process while the file stays as it was (a resident driver and its
+    workers outlive a build, and the file may be edited between builds)."""
+    try:
+        info = os.stat(path)
+        stamp = (info.st_size, info.st_mtime_ns)
+    except OSError:
+        stamp = (-1, -1)  # the read below names the error
+    return _load_extension_table(path, stamp)
+
+
+@lru_cache(maxsize=8)
+def _load_extension_table(path: str, stamp: tuple[int, int]) -> code_rules.ExtensionTableRows:
     try:
         raw = read_user_file(path, what="extension_table", max_bytes=EXTENSION_TABLE_MAX_BYTES)
     except OSError as e:

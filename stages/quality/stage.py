@@ -31,6 +31,7 @@ is generated, the marker rule (`auto_generated`) is not run again either.
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...filters.quality import code_rules
-from ..base import DocumentStage, ShardContext, StageParams, StageResult
+from ..base import DocumentStage, ShardContext, StageParams, StageResult, file_stamps
 from ..explain import Span, number
 from .code_params import CodeQualityParams, CodeThresholdTable
 from .text_params import TextQualityParams
@@ -72,8 +73,10 @@ class Quality(DocumentStage[QualityParams]):
     Params = QualityParams
 
     def cache_key(self) -> str:
-        # exclude_unset: an explicit null (rule off) must not share a key with "as preset".
-        return f"{type(self).__qualname__}:{self.params.model_dump_json(exclude_unset=True)}"
+        # exclude_unset: an explicit null (rule off) must not share a key with "as preset";
+        # the stamps of the files it names (an extension table), as the base class's key
+        params = self.params.model_dump_json(exclude_unset=True)
+        return f"{type(self).__qualname__}:{params}:{file_stamps(json.loads(params))}"
 
     def setup(self) -> None:
         self._code_table  # noqa: B018 - build once per worker
