@@ -302,7 +302,10 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
                                            "cpu_seconds": runner.cpu,
                                            # wall time inside the tasks, summed: a build's
                                            # fixed cost is its wall time less this (1 worker)
-                                           "task_seconds": runner.task_seconds},
+                                           "task_seconds": runner.task_seconds,
+                                           # the process that ran the build: the same
+                                           # for builds a resident driver served
+                                           "driver_pid": os.getpid()},
                                           indent=2).encode())
     return BuildResult(plan, stats, seconds)
 

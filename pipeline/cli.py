@@ -48,10 +48,26 @@ def run() -> NoReturn:
     command quietly, as Unix tools do, not with a BrokenPipeError traceback."""
     heap.hold()  # a build settles it once imported (pipeline/heap.py)
     try:
-        code = main()
+        code = _resident_build(sys.argv[1:])
+        if code is None:
+            code = main()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
     exit_now(code)
+
+
+def _resident_build(argv: list[str]) -> int | None:
+    """A build on a running cluster (`--ray-address`), handed to the cluster's resident
+    driver (pipeline/resident): its exit code; None for every other command, and when
+    no resident driver could take it."""
+    if "build" not in argv:
+        return None
+    args = parser().parse_args(argv)  # a usage error exits here, as it would in main
+    if args.command != "build" or not args.ray_address or args.no_resident:
+        return None
+    from .resident.client import build
+
+    return build(argv, args.ray_address)
 
 
 def exit_now(code: int) -> NoReturn:

@@ -90,7 +90,15 @@ def parser() -> argparse.ArgumentParser:
                             "resume is refused, since it would mix both listings")
     build.add_argument("--ray-address", help="join this Ray cluster ('auto': the one "
                                              "`ray start` runs on this node; default: "
-                                             "RAY_ADDRESS, else start a local Ray here)")
+                                             "RAY_ADDRESS, else start a local Ray here). "
+                                             "The build is run by a resident driver kept "
+                                             "for the cluster, whose workers stay warm "
+                                             "between builds (the first build starts it; "
+                                             "it exits after 10 idle minutes): the way to "
+                                             "iterate, see docs/cluster.md")
+    build.add_argument("--no-resident", action="store_true",
+                       help="with --ray-address: run the build in this process, not in the "
+                            "cluster's resident driver")
     build.add_argument("--workers", type=_positive_int,
                        help="most tasks at once (default: all CPUs of the Ray cluster)")
     build.add_argument("--progress", choices=["auto", "bar", "log", "none"], default="auto",

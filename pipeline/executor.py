@@ -94,7 +94,15 @@ def abandon() -> None:
 
 def shutdown() -> None:
     """Stop Ray (the local one this process started, or leave the cluster), and end the
-    threads that started a local one."""
+    threads that started a local one. Nothing in a resident driver (`stay_connected`):
+    its next build uses the same connection and workers."""
+    if _staying:
+        return
+    leave()
+
+
+def leave() -> None:
+    """`shutdown`, also in a resident driver (as it exits)."""
     ray.shutdown()
     while _started:
         _started.pop().release.set()
@@ -139,6 +147,7 @@ class _Start:
 
 
 _starting: _Start | None = None  # begun by start, not yet waited for
+_staying = False  # a resident driver: builds end without leaving the cluster
 _started: list[_Start] = []  # their threads, until shutdown
 
 
@@ -162,6 +171,39 @@ def _warm_up() -> None:
     # the driver still plans, rather than as the first task's arguments are unpickled.
     from . import fused  # noqa: F401 - imported for the first task
     memory.hold_collector()  # until the first task starts: its imports collect nothing
+
+
+def stay_connected() -> None:
+    """This process is a resident driver (pipeline/resident): it serves build after build
+    on one connection, so a build's end leaves Ray connected (`shutdown` does nothing)."""
+    global _staying
+    _staying = True
+
+
+WARM_WORKERS_MAX = 8
+
+
+def warm_workers(timeout_s: float = 60.0) -> int:
+    """A resident driver's workers, started and importing every stage before its first
+    build: one per CPU of the cluster, up to WARM_WORKERS_MAX (Ray keeps that many idle
+    workers of a job alive). Returns how many answered within the timeout; the others
+    are left to finish in the background."""
+    count = max(1, min(int(ray.cluster_resources().get("CPU", 1)), WARM_WORKERS_MAX))
+    # each holds a CPU while it imports, so each lands in a worker of its own
+    refs = [_warm_stages.remote() for _ in range(count)]
+    ready, _ = ray.wait(refs, num_returns=count, timeout=timeout_s)
+    return len(ready)
+
+
+@ray.remote(num_cpus=1, max_retries=0)
+def _warm_stages() -> None:
+    """`_warm_up`, and every stage's module (their libraries: datatrove, numba,
+    tree-sitter...), imported as a first task would."""
+    from ..stages.registry import listed_hooks
+
+    memory.prepare_worker()
+    storage.skip_pandas_probe()
+    listed_hooks()
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -36,3 +36,10 @@ def settle() -> None:
     if _held:
         gc.freeze()
         gc.enable()
+
+
+def release() -> None:
+    """No more freezing: a resident driver (pipeline/resident) settles once, after its
+    imports; what its builds leave behind must stay collectable."""
+    global _held
+    _held = False

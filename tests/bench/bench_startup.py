@@ -6,16 +6,20 @@ in a new process with one worker (so the tasks run one after the other and their
 times add up), in two ways:
 
 - fresh: the build starts its own local Ray and stops it;
-- running: a local Ray started beforehand (`ray start --head`, here on a port of its
-  own, stopped at the end), joined with `--ray-address`: the way to iterate. Its first
-  build starts the workers; later builds reuse them.
+- running Ray: a local Ray started beforehand (`ray start --head`, here on a port of
+  its own, stopped at the end), joined with `--ray-address`: the way to iterate. Its
+  first build starts the cluster's resident driver (pipeline/resident), which serves
+  the builds after it with its workers warm;
+- running Ray, own process: the same with `--no-resident`, each build a driver and a
+  job of its own (what every build on a running Ray was before the resident driver).
 
     python -m tests.bench.bench_startup [--repeat 2] [--code OTHER_CHECKOUT]
 
 `--code` runs another checkout of the repository (e.g. `git worktree add /tmp/before
 <commit>`) in the same process layout, for a before/after table in one run.
 fixed = wall - sum(timings.json task_seconds) (a checkout without task_seconds: its step
-times, an upper bound on task time).
+times, an upper bound on task time). `driver CPU s` is the CPU time of the `lemur-data`
+process: for a build a resident driver served, the client's only.
 """
 
 from __future__ import annotations
@@ -72,10 +76,11 @@ def code_path(checkout: Path | None, folder: Path) -> dict[str, str]:
     return env
 
 
-def build(path: Path, run: Path, env: dict[str, str], address: str | None) -> dict[str, float]:
+def build(path: Path, run: Path, env: dict[str, str], address: str | None,
+          *extra: str) -> dict[str, float]:
     shutil.rmtree(run, ignore_errors=True)
     command = [sys.executable, "-m", "lemur_data.pipeline.cli", "build", "-m", str(path),
-               "--run-dir", str(run), "--workers", "1", "--progress", "none"]
+               "--run-dir", str(run), "--workers", "1", "--progress", "none", *extra]
     if address:
         command += ["--ray-address", address]
     before = os.times()
@@ -131,6 +136,8 @@ def stop_ray(process: subprocess.Popen) -> None:
 def measure(label: str, checkout: Path | None, folder: Path, repeat: int) -> list[tuple]:
     path = manifest(folder)
     env = code_path(checkout, folder / label)
+    # resident drivers of this run only (a short path: Unix sockets)
+    env["LEMUR_DATA_RESIDENT_DIR"] = tempfile.mkdtemp(prefix="lr", dir="/tmp")
     rows = []
     for i in range(repeat):
         rows.append((label, "fresh Ray", i + 1, build(path, folder / "run", env, None)))
@@ -139,9 +146,20 @@ def measure(label: str, checkout: Path | None, folder: Path, repeat: int) -> lis
         for i in range(repeat + 1):
             rows.append((label, "running Ray", i + 1,
                          build(path, folder / "run", env, address)))
+        if _knows_resident(checkout):
+            for i in range(repeat):
+                rows.append((label, "running, own", i + 1,
+                             build(path, folder / "run", env, address, "--no-resident")))
     finally:
-        stop_ray(process)
+        stop_ray(process)  # its resident driver exits with it
+        shutil.rmtree(env["LEMUR_DATA_RESIDENT_DIR"], ignore_errors=True)
     return rows
+
+
+def _knows_resident(checkout: Path | None) -> bool:
+    """A checkout older than the resident driver has no `--no-resident`: its running-Ray
+    builds are all in their own process already."""
+    return checkout is None or (checkout / "pipeline" / "resident").is_dir()
 
 
 def main() -> None:
