@@ -199,7 +199,9 @@ def warm_workers(timeout_s: float = 60.0) -> int:
 def _warm_stages() -> None:
     """`_warm_up`, and every stage's module (their libraries: datatrove, numba,
     tree-sitter...), imported as a first task would."""
+    from ..stages import storage
     from ..stages.registry import listed_hooks
+    from . import worker_memory as memory
 
     memory.prepare_worker()
     storage.skip_pandas_probe()
