@@ -13,10 +13,13 @@ times add up), in two ways:
 - running Ray, own process: the same with `--no-resident`, each build a driver and a
   job of its own (what every build on a running Ray was before the resident driver).
 
-    python -m tests.bench.bench_startup [--repeat 2] [--code OTHER_CHECKOUT]
+    python -m tests.bench.bench_startup [--repeat 2] [--code OTHER_CHECKOUT] [--alternate]
 
 `--code` runs another checkout of the repository (e.g. `git worktree add /tmp/before
 <commit>`) in the same process layout, for a before/after table in one run.
+`--alternate` (with `--code`): fresh-Ray builds only, the two checkouts in turn,
+`--repeat` pairs, then each one's median: on a machine others load, a change of load
+then falls on both alike rather than on whichever ran second.
 fixed = wall - sum(timings.json task_seconds) (a checkout without task_seconds: its step
 times, an upper bound on task time). `driver CPU s` is the CPU time of the `lemur-data`
 process: for a build a resident driver served, the client's only.
@@ -30,6 +33,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -162,22 +166,45 @@ def _knows_resident(checkout: Path | None) -> bool:
     return checkout is None or (checkout / "pipeline" / "resident").is_dir()
 
 
+def alternate(checkout: Path, folder: Path, repeat: int) -> list[tuple]:
+    """Fresh-Ray builds of `checkout` ("other") and of this code, in turn."""
+    path = manifest(folder)
+    envs = {"other": code_path(checkout, folder / "other"), "this": code_path(None, folder)}
+    rows = []
+    for i in range(repeat):
+        for label, env in envs.items():
+            rows.append((label, "fresh Ray", i + 1, build(path, folder / "run", env, None)))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--code", type=Path, help="another checkout to measure first")
+    parser.add_argument("--alternate", action="store_true",
+                        help="fresh-Ray builds only, the two checkouts in turn")
     args = parser.parse_args()
+    if args.alternate and args.code is None:
+        parser.error("--alternate needs --code")
     with tempfile.TemporaryDirectory(prefix="lemur-startup-") as tmp:
         folder = Path(tmp)
         rows = []
-        if args.code is not None:
-            rows += measure("other", args.code.resolve(), folder, args.repeat)
-        rows += measure("this", None, folder, args.repeat)
+        if args.alternate:
+            rows += alternate(args.code.resolve(), folder, args.repeat)
+        else:
+            if args.code is not None:
+                rows += measure("other", args.code.resolve(), folder, args.repeat)
+            rows += measure("this", None, folder, args.repeat)
     print(f"{'code':<6} {'mode':<12} {'run':>3} {'wall s':>7} {'tasks s':>8} {'fixed s':>8} "
           f"{'driver CPU s':>12}")
     for label, mode, number, r in rows:
         print(f"{label:<6} {mode:<12} {number:>3} {r['wall']:>7.2f} {r['tasks']:>8.2f} "
               f"{r['fixed']:>8.2f} {r['driver_cpu']:>12.2f}")
+    for label in dict.fromkeys(row[0] for row in rows):
+        for mode in dict.fromkeys(row[1] for row in rows):
+            fixed = [r["fixed"] for lab, m, _, r in rows if lab == label and m == mode]
+            if fixed:
+                print(f"{label:<6} {mode:<12} median fixed {statistics.median(fixed):.2f} s")
 
 
 if __name__ == "__main__":
