@@ -180,34 +180,6 @@ def stay_connected() -> None:
     _staying = True
 
 
-WARM_WORKERS_MAX = 8
-
-
-def warm_workers(timeout_s: float = 60.0) -> int:
-    """A resident driver's workers, started and importing every stage before its first
-    build: one per CPU of the cluster, up to WARM_WORKERS_MAX (Ray keeps that many idle
-    workers of a job alive). Returns how many answered within the timeout; the others
-    are left to finish in the background."""
-    count = max(1, min(int(ray.cluster_resources().get("CPU", 1)), WARM_WORKERS_MAX))
-    # each holds a CPU while it imports, so each lands in a worker of its own
-    refs = [_warm_stages.remote() for _ in range(count)]
-    ready, _ = ray.wait(refs, num_returns=count, timeout=timeout_s)
-    return len(ready)
-
-
-@ray.remote(num_cpus=1, max_retries=0)
-def _warm_stages() -> None:
-    """`_warm_up`, and every stage's module (their libraries: datatrove, numba,
-    tree-sitter...), imported as a first task would."""
-    from ..stages import storage
-    from ..stages.registry import listed_hooks
-    from . import worker_memory as memory
-
-    memory.prepare_worker()
-    storage.skip_pandas_probe()
-    listed_hooks()
-
-
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     sys.exit(signum)
 

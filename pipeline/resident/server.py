@@ -1,5 +1,7 @@
 """The resident driver (see __init__.py): joins a cluster once, imports what a build
-needs, warms the job's workers, then serves builds from its socket one at a time.
+needs, then serves builds from its socket one at a time. Its job's workers outlive
+each build (Ray keeps up to a CPU's worth of a job's idle workers per node), with the
+stages, models and grammars they loaded.
 
 Started by the client, in its own session and folder, with the client's import path:
     python -c <bootstrap> <sys.path as JSON> <address> <key>
@@ -53,6 +55,12 @@ def main(argv: list[str]) -> None:
     Resident(where, address).serve_forever()
 
 
+def _import_report() -> None:
+    from ..publish import run_docs
+
+    run_docs.prepare()
+
+
 def _log(message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=sys.__stderr__, flush=True)
 
@@ -64,18 +72,20 @@ class Resident:
         self.where, self.address = where, address
         heap.hold()
         started = time.perf_counter()
-        from .. import cli, executor  # noqa: F401 -- what a build imports, now
-        from ..build import build  # noqa: F401
-        from ..manifest import load_manifest  # noqa: F401
-        from ..publish import run_docs
-        from ..summary import print_summary  # noqa: F401
+        from .. import executor
 
         executor.stay_connected()
+        executor.start(address)  # joined in a thread while this imports, as a build does
+        from .. import cli  # noqa: F401 -- what a build imports, now
+        from ..build import build  # noqa: F401
+        from ..manifest import load_manifest  # noqa: F401
+        from ..summary import print_summary  # noqa: F401
+
         executor.connect(address)
-        run_docs.prepare()
-        executor.warm_workers()
         heap.settle()
         heap.release()
+        # The report's imports in a thread, as a build does, not before the first build.
+        threading.Thread(target=_import_report, name="import-report", daemon=True).start()
         self.builds = 0
         self.gcs = _gcs_address()
         _log(f"joined {address} (GCS {self.gcs}) and imported in "
