@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from lemur_data.pipeline.resident.place import DIR_ENV, Unavailable, folder, key
-from tests.cluster import LocalCluster, cluster_env
+from tests.cluster import LocalCluster, cluster_env, free_port
 from tests.realdata import STDLIB
 from tests.runs import digest, run_build
 
@@ -69,6 +69,22 @@ def test_folder_is_closed_to_other_users() -> None:
     shutil.rmtree(made.parent)
     with pytest.raises(Unavailable, match="too long a path for a Unix socket"):
         folder({DIR_ENV: str(made.parent / ("x" * 60))})
+
+
+def test_an_address_where_nothing_listens_fails_at_once(resident_dir: str,
+                                                        tmp_path: Path) -> None:
+    """Ray would retry for minutes: the client says what is wrong first."""
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(corpus(tmp_path, ("json",))))
+    address = f"127.0.0.1:{free_port()}"  # bound and closed again: nothing listens
+    started = time.perf_counter()
+    result = subprocess.run(command(manifest, tmp_path / "run", address), cwd=REPO,
+                            env=env_for(resident_dir),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert f"--ray-address {address}: nothing accepts connections there" in result.stderr
+    assert time.perf_counter() - started < 30
+    assert not (tmp_path / "run").exists()
 
 
 # --- served builds, on a real cluster --------------------------------------------------

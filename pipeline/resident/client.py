@@ -24,6 +24,10 @@ machine: ~5-10 s)."""
 def build(argv: list[str], address: str) -> int | None:
     """The build's exit code, or None when no resident driver could take it: the caller
     then runs the build itself (what went wrong is said on stderr)."""
+    unreachable = _unreachable(address)
+    if unreachable:
+        print(f"error: run failed: --ray-address {address}: {unreachable}", file=sys.stderr)
+        return 1
     try:
         where = place(address)
     except Unavailable as error:
@@ -45,6 +49,24 @@ _RETRY = -1000
 """The driver cannot serve (its cluster is gone): start a new one."""
 _RETRY_HERE = -1001
 """Build in this process."""
+
+
+def _unreachable(address: str) -> str | None:
+    """Why a `host:port` address cannot be a running cluster (nothing listens there),
+    or None. Joining such an address, Ray retries for minutes; a wrong port or a
+    forgotten `ray start` is said at once instead. Other forms (`auto`, `ray://...`)
+    are left to Ray, as is an address that RAY_ADDRESS overrides (Ray prefers it)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return None
+    if os.environ.get("RAY_ADDRESS", address) != address:
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as error:
+        return (f"nothing accepts connections there ({error.strerror or error}): is "
+                "`ray start` running, and is that its GCS address and port?")
+    return None
 
 
 def _connect(path: str) -> socket.socket | None:
