@@ -231,9 +231,3 @@ def test_a_worker_collects_nothing_while_its_first_task_imports() -> None:
     out = subprocess.run([sys.executable, "-c", _COLLECTOR_PROBE], capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["True", "0", "True", "True", "True", "True"], out
-
-
-def test_a_resident_drivers_warm_up_runs_in_a_worker(ray_session) -> None:
-    """`warm_workers` only counts the answers, so a warm-up that failed in the worker
-    (its module imports storage and worker_memory where they are used) went unseen."""
-    ray_session.get(executor._warm_stages.remote(), timeout=300)
