@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayTaskError
 
-from . import ray_reaper
+from . import ray_reaper, worker_env
 from .local_ray import loopback_only
 from .worker_env import WORKER_ENV
 
@@ -161,6 +161,7 @@ def _warm_up() -> None:
     the manifest and plans, and the first task's worker is then the one this left idle.
     It holds no CPU, so it never waits for one or keeps a task from one (a cluster node
     may have none)."""
+    worker_env.set_in_worker()  # first: see _run_task
     from ..stages import storage
     from . import worker_memory as memory
 
@@ -229,6 +230,12 @@ def is_done(task: Task, marker: str) -> bool:
 def _run_task(task: Task, marker: str) -> tuple[dict[str, Any], float, float, float]:
     """The task's summary, its worker's peak RSS (MB), and the CPU and wall seconds the
     task took."""
+    # Ray ships a remote function by value, with the modules it names as globals: this
+    # one, imported as the worker loads the function, runs lemur_data.pipeline's
+    # __init__ (the Arrow pool: worker_env) before the task's arguments or the imports
+    # below load pyarrow. A function that imports only inside its body left the pool
+    # unset on a cluster's workers (mimalloc, whose freed pages Arrow keeps).
+    worker_env.set_in_worker()
     from ..stages import storage
     from . import worker_memory as memory
 
