@@ -178,9 +178,11 @@ class Resident:
         outcome = _Outcome()
         watcher = threading.Thread(target=_watch_client, args=(conn, outcome),
                                    name="watch-client", daemon=True)
+        started = time.perf_counter()
         with _as_client(conn, request):
             watcher.start()
             code = _run(request["argv"], outcome)
+        took = time.perf_counter() - started
         if outcome.interrupted or outcome.crashed:
             # Leaving the cluster ends this job, and Ray stops its tasks still running,
             # before the client returns (ray.cancel of the running tasks instead crashed
@@ -190,7 +192,7 @@ class Resident:
             frames.send(conn, frames.EXIT, str(code).encode())
         conn.close()
         self.busy.clear()
-        _log(f"build {self.builds}: exit {code}")
+        _log(f"build {self.builds}: exit {code} in {took:.2f} s")
         # An interrupt may land anywhere (in Ray's client, an import, a library's
         # cleanup): a fresh driver is safer than one that was interrupted.
         return not (outcome.interrupted or outcome.crashed)
