@@ -158,8 +158,12 @@ class DocumentStage(StageHooks, ABC, Generic[P]):
         key holds the size and mtime of each local file or folder the parameters name:
         a worker that outlives a build (a resident driver's, pipeline/resident) builds
         the stage again when a file it loads has changed, as a new worker would."""
-        params = self.params.model_dump_json()
+        params = self.key_params()
         return f"{type(self).__qualname__}:{params}:{file_stamps(json.loads(params))}"
+
+    def key_params(self) -> str:
+        """The parameters as `cache_key` tells instances apart (JSON)."""
+        return self.params.model_dump_json()
 
     def added_columns(self) -> list[pa.Field]:
         """Columns this stage adds, so documents it does not see get nulls."""

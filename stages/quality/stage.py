@@ -31,7 +31,6 @@ is generated, the marker rule (`auto_generated`) is not run again either.
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...filters.quality import code_rules
-from ..base import DocumentStage, ShardContext, StageParams, StageResult, file_stamps
+from ..base import DocumentStage, ShardContext, StageParams, StageResult
 from ..explain import Span, number
 from .code_params import CodeQualityParams, CodeThresholdTable
 from .text_params import TextQualityParams
@@ -72,11 +71,9 @@ class Quality(DocumentStage[QualityParams]):
     rate_mb_s = (35.0, 3.0)
     Params = QualityParams
 
-    def cache_key(self) -> str:
-        # exclude_unset: an explicit null (rule off) must not share a key with "as preset";
-        # the stamps of the files it names (an extension table), as the base class's key
-        params = self.params.model_dump_json(exclude_unset=True)
-        return f"{type(self).__qualname__}:{params}:{file_stamps(json.loads(params))}"
+    def key_params(self) -> str:
+        # exclude_unset: an explicit null (rule off) must not share a key with "as preset"
+        return self.params.model_dump_json(exclude_unset=True)
 
     def setup(self) -> None:
         self._code_table  # noqa: B018 - build once per worker
