@@ -231,30 +231,27 @@ def test_ctrl_c_or_a_killed_client_stops_the_build_and_the_same_command_resumes(
     manifest, expected = reference
     env = env_for(resident_dir)
 
-    run_dir = tmp_path / "interrupted"
-    cmd = command(manifest, run_dir, cluster.address)
-    process = start_and_wait_for_markers(cmd, env, run_dir)
-    [driver] = drivers(resident_dir)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
-    assert "rerun the same command to resume" in " ".join(err.split())
-    assert "Traceback" not in err
-    assert gone(driver.pid), "an interrupted driver does not serve again: it exits"
-    resumed, _ = served(cmd, env)
-    assert resumed.returncode == 0, resumed.stderr
-    assert digest(run_dir) == expected
+    def interrupt(process: subprocess.Popen[str]) -> None:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 130, err
+        assert "rerun the same command to resume" in " ".join(err.split())
+        assert "Traceback" not in err
 
-    run_dir = tmp_path / "killed"
-    cmd = command(manifest, run_dir, cluster.address)
-    process = start_and_wait_for_markers(cmd, env, run_dir)
-    [driver] = drivers(resident_dir)
-    process.kill()
-    process.communicate(timeout=60)
-    assert gone(driver.pid)
-    resumed, _ = served(cmd, env)
-    assert resumed.returncode == 0, resumed.stderr
-    assert digest(run_dir) == expected
+    def kill(process: subprocess.Popen[str]) -> None:
+        process.kill()
+        process.communicate(timeout=60)
+
+    for name, stop in (("interrupted", interrupt), ("killed", kill)):
+        run_dir = tmp_path / name
+        cmd = command(manifest, run_dir, cluster.address)
+        process = start_and_wait_for_markers(cmd, env, run_dir)
+        [driver] = drivers(resident_dir)
+        stop(process)
+        assert gone(driver.pid), f"{name}: the driver does not serve again, it exits"
+        resumed, _ = served(cmd, env)
+        assert resumed.returncode == 0, resumed.stderr
+        assert digest(run_dir) == expected
 
 
 @pytest.mark.slow
