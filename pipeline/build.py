@@ -259,8 +259,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     plan = None if budgeted else plan_run(manifest, run_dir, units)
     prepare_run_dir(manifest, run_dir, units, relist)
     connect(ray_address, workers)
-    # The report's imports (matplotlib, every stage's hooks: ~1 s) while the tasks run
-    # and this process waits for them, rather than after the last one.
+    # The report's imports (the Hub's card class, every stage's hooks: ~0.5-1 s) while
+    # the tasks run and this process waits for them, rather than after the last one.
     threading.Thread(target=_import_report, name="import-report", daemon=True).start()
     heap.settle()  # imported: the collector runs again, over what the build makes
     runner = _Runner(workers, progress, console)
@@ -280,8 +280,8 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     if sampled is not None:
         stats["sample"] = sampled
     storage.write_json_atomic(plan.layout.path("stats.json"), stats)
-    # Imported here, not at the top: matplotlib takes ~0.7 s to import, which this way
-    # overlaps the tasks (_import_report) instead of delaying the start.
+    # Imported here, not at the top: the import overlaps the tasks (_import_report)
+    # instead of delaying the start.
     from .publish.run_docs import write_run_docs
 
     heap.settle()  # the report's imports too: drawing allocates, and a full

@@ -36,7 +36,7 @@ class BarChart:
     series beside the other; the publisher draws it (pipeline/publish/plots.py)."""
 
     name: str
-    """File name (plots/<name>.png) and figure id."""
+    """File name (plots/<name>.svg) and figure id."""
     title: str
     """Short title (the figure's alt text)."""
     caption: str

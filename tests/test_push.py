@@ -27,7 +27,7 @@ from lemur_data.pipeline.cli import main
 from tests.realdata import STDLIB
 from tests.runs import run_build
 
-LFS_SUFFIXES = (".parquet", ".png", ".bin", ".idx")
+LFS_SUFFIXES = (".parquet", ".bin", ".idx")
 
 
 class FakeHub:
@@ -198,15 +198,15 @@ def test_push_creates_repo_and_uploads_card_stats_report_and_parquet(
     files = hub_env.files["lemur/push-test"]
     stats = json.loads((built_run / "stats.json").read_text())
     expected = {"README.md", "stats.json", "timings.json", "manifest.json", "report.html",
-                *{f"plots/{p.name}" for p in (built_run / "plots").glob("*.png")},
+                *{f"plots/{p.name}" for p in (built_run / "plots").glob("*.svg")},
                 *{f"data/{name}" for name in stats["output"]["shards"]}}
     assert set(files) == expected
-    # uploaded bytes are the run's bytes (parquet and PNGs went through the LFS path)
+    # uploaded bytes are the run's bytes (parquet went through the LFS path)
     out = built_run / stats["output"]["dir"]
     for name in stats["output"]["shards"]:
         assert files[f"data/{name}"] == (out / name).read_bytes()
     assert files["stats.json"] == (built_run / "stats.json").read_bytes()
-    assert files["plots/waterfall.png"] == (built_run / "plots" / "waterfall.png").read_bytes()
+    assert files["plots/waterfall.svg"] == (built_run / "plots" / "waterfall.svg").read_bytes()
     assert any(r["path"].startswith("/lfs-upload/") for r in hub_env.requests)
     rows = sum(pq.read_metadata(out / name).num_rows for name in stats["output"]["shards"])
     assert rows == stats["output"]["docs"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 import shutil
+import string
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -16,18 +17,37 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
-from PIL import Image
 
 from lemur_data.pipeline.cli import main
 from lemur_data.pipeline.manifest import parse_manifest
 from lemur_data.pipeline.profile import profile_output
+from lemur_data.pipeline.publish import plots
 from lemur_data.pipeline.publish.card import size_category
 from lemur_data.pipeline.publish.report import stage_rows
+from lemur_data.pipeline.publish.svg import text_width
+from lemur_data.stages.hooks import human
 from tests.fixtures import python_include
 from tests.realdata import STDLIB
 from tests.runs import run_build
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_texts(svg: bytes) -> list[ET.Element]:
+    """The <text> elements of a figure, which must parse as an SVG document."""
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    return list(root.iter(f"{SVG}text"))
+
+
+def dejavu_width(text: str, size: float) -> float:
+    """The width of `text` in DejaVu Sans (matplotlib's copy of the font, as Agg measures
+    it), in px at font size `size`."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(family="DejaVu Sans", size=size)
+    return RendererAgg(1, 1, 72).get_text_width_height_descent(text, font, ismath=False)[0]
 
 
 class Tables(HTMLParser):
@@ -176,16 +196,40 @@ def test_report_tables_and_figures_show_the_run(mixed_run: Path) -> None:
         [r, c["docs"], c["bytes"]]
         for r, c in stats["stages"][1]["removed_by_reason"].items()]
     assert dict(body_rows(page.tables["output-by-license"])) == stats["profile"]["by_license"]
-    # the figures: valid PNGs, inlined, the same bytes as plots/*.png
-    files = {p.stem: p.read_bytes() for p in (mixed_run / "plots").glob("*.png")}
+    # the figures: SVG documents, inlined, the same bytes as plots/*.svg
+    files = {p.stem: p.read_bytes() for p in (mixed_run / "plots").glob("*.svg")}
     assert set(files) == {"waterfall", "mixture", "tokens_by_language", "lengths"}
+    assert all(src.startswith("data:image/svg+xml;base64,") for src in page.images)
     inlined = [base64.b64decode(src.split(",", 1)[1]) for src in page.images]
     assert sorted(inlined) == sorted(files.values())
-    for png in inlined:
-        assert png.startswith(PNG_MAGIC)
-        image = Image.open(io.BytesIO(png))
-        image.verify()
-        assert image.size[0] == 1000 and image.size[1] >= 300
+    for svg in inlined:
+        root = ET.fromstring(svg)
+        assert root.get("width") == "1000" and float(root.get("height") or 0) >= 300
+        assert root.get("viewBox") == f"0 0 1000 {root.get('height')}"
+    # and they show the run's numbers, as text
+    texts = {name: ["".join(t.itertext()) for t in svg_texts(svg)] for name, svg in files.items()}
+    assert human(stats["input"]["docs"]) in texts["waterfall"]
+    assert human(stats["output"]["docs"]) in texts["waterfall"]
+    assert {"input", "output", *[s["name"] for s in stats["stages"]]} <= set(texts["waterfall"])
+    assert "exact_dedup:duplicate" in texts["waterfall"]  # the legend
+    assert [c["key"] for c in stats["mixture"]["components"]] == [
+        t for t in texts["mixture"] if t in ("code", "text")]
+    for lang, tokens in stats["profile"]["tokens_by_lang"].items():
+        assert lang in texts["tokens_by_language"] and human(tokens) in texts["tokens_by_language"]
+    assert "document length (bytes)" in texts["lengths"]
+
+
+def test_figures_text_fits_dejavu_sans() -> None:
+    """The margins and the legend columns are sized by `text_width`: an upper bound of
+    every printable character's width in DejaVu Sans (the widest common sans-serif font
+    but Verdana), and of real labels."""
+    for c in string.printable[:95]:
+        assert text_width(c, 100) >= dejavu_width(c, 100) - 0.5, c
+    for label in ("quality:gopher_quality/gopher_below_alpha_threshold", "exact_dedup",
+                  "Jupyter Notebook", "WWW MMM %%% @@@", "mixture: python-stdlib"):
+        width = dejavu_width(label, 11)
+        assert width <= text_width(label, 11) <= 1.3 * width, label
+    assert text_width("Ω", 10) == 10  # outside ASCII: a whole em
 
 
 def test_card_loads_validates_and_reproduces_the_manifest(mixed_run: Path) -> None:
@@ -224,7 +268,7 @@ def test_card_loads_validates_and_reproduces_the_manifest(mixed_run: Path) -> No
     first = [[value(c.strip()) for c in row.strip("|").split(" | ")] for row in rows[1:4]]
     assert [r[:7] for r in first] == [r[:7] for r in stage_rows(stats)]
     for name in ("waterfall", "mixture", "lengths"):
-        assert f"(plots/{name}.png)" in text
+        assert f"![{name}](plots/{name}.svg)" in text
     # the embedded manifest rebuilds the same run: same fingerprint
     block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     manifest = parse_manifest(yaml.safe_load(block))
@@ -235,11 +279,14 @@ def test_card_command_rewrites_the_same_bytes(mixed_run: Path, tmp_path: Path) -
     copy = tmp_path / "run"
     shutil.copytree(mixed_run, copy)
     before = {p: (copy / p).read_bytes() for p in ("README.md", "report.html",
-                                                  "plots/waterfall.png")}
+                                                  "plots/waterfall.svg")}
     for p in before:
         (copy / p).unlink()
+    # the PNG an earlier lemur-data drew: replaced, so the card does not list it twice
+    (copy / "plots" / "lengths.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     assert main(["card", "--run-dir", str(copy)]) == 0
     assert {p: (copy / p).read_bytes() for p in before} == before
+    assert not list((copy / "plots").glob("*.png"))
     assert main(["card", "--run-dir", str(tmp_path / "nothing")]) == 2
 
 
@@ -270,9 +317,12 @@ def test_dedup_and_syntax_stages_get_their_sections(ray_session, tmp_path: Path)
     assert summary["lsh.rows"] == minhash["lsh"]["rows"]
     assert summary["cluster_sizes.2"] == patched
     assert summary["near_duplicates_removed"] == minhash["removed"]["docs"] == patched
-    assert {p.stem for p in (run / "plots").glob("*.png")} == {
+    assert {p.stem for p in (run / "plots").glob("*.svg")} == {
         "waterfall", "lengths", "cluster_sizes", "syntax_errors"}
     assert len(page.images) == 4
+    sizes = ["".join(t.itertext()) for t in
+             svg_texts((run / "plots" / "cluster_sizes.svg").read_bytes())]
+    assert "2" in sizes and str(patched) in sizes  # the bin, and its bar's count
     checked = stats["profile"]["syntax"]
     assert checked["C"]["checked"] == stats["output"]["by_lang"]["C"]["docs"]
     shards = [str(run / stats["output"]["dir"] / n) for n in stats["output"]["shards"]]
@@ -284,12 +334,8 @@ def test_dedup_and_syntax_stages_get_their_sections(ray_session, tmp_path: Path)
 
 def test_the_waterfall_legend_fits_the_figure(mixed_run: Path) -> None:
     """Long reasons (the quality stage's, as the demo shows them) used to be cut at both
-    edges of a 4-column legend: every legend entry is drawn inside the figure."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from lemur_data.pipeline.publish import plots
-
+    edges of a 4-column legend: every legend entry is drawn inside the figure, in DejaVu
+    Sans as in any narrower font, and no two columns overlap."""
     stats = json.loads((mixed_run / "stats.json").read_text())
     stage = stats["stages"][0]
     long = ["quality:gopher_quality/gopher_below_alpha_threshold",
@@ -300,27 +346,22 @@ def test_the_waterfall_legend_fits_the_figure(mixed_run: Path) -> None:
             "langid:low_language_score"]
     stage["removed_by_reason"].update({r: {"docs": 100 - i, "bytes": 10}
                                        for i, r in enumerate(long)})
-    drawn: list[Figure] = []
-    keep = plots._png
-
-    def png(fig: Figure) -> bytes:
-        drawn.append(fig)
-        return keep(fig)
-
-    plots._png = png
-    try:
-        assert plots.waterfall(stats) is not None
-    finally:
-        plots._png = keep
-    fig = drawn[0]
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    width = fig.bbox.width
-    legend = fig.legends[0]
-    texts = [t.get_window_extent(renderer) for t in legend.get_texts()]
-    labels = [t.get_text() for t in legend.get_texts()]
-    assert len(labels) >= 12 and long[0] in labels, labels
-    assert all(box.x0 >= 0 and box.x1 <= width for box in texts), \
-        [(label, b.x0, b.x1) for label, b in zip(labels, texts, strict=True)]
+    figure = plots.waterfall(stats)
+    assert figure is not None
+    root = ET.fromstring(figure.svg)
+    width = float(root.get("width") or 0)
+    legend = [t for t in svg_texts(figure.svg) if t.get("text-anchor") == "start"]
+    labels = ["".join(t.itertext()) for t in legend]
+    assert len(labels) == 12 and long[0] in labels
+    assert any(label.endswith("other reasons") for label in labels)
+    spans = {}
+    for text, label in zip(legend, labels, strict=True):
+        x, size = float(text.get("x") or 0), float(text.get("font-size") or 0)
+        spans.setdefault(text.get("y"), []).append((x, x + dejavu_width(label, size), label))
+    for row in spans.values():  # each legend row: inside the figure, left to right
+        row.sort()
+        assert row[0][0] >= 0 and row[-1][1] <= width, row
+        assert all(a[1] < b[0] for a, b in zip(row, row[1:], strict=False)), row
 
 
 def test_a_one_category_figure_is_a_sentence(mixed_run: Path, tmp_path: Path) -> None:
@@ -337,7 +378,7 @@ def test_a_one_category_figure_is_a_sentence(mixed_run: Path, tmp_path: Path) ->
     stats["profile"]["tokens_by_lang"] = {lang: tokens}
     (copy / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True))
     assert main(["card", "--run-dir", str(copy)]) == 0
-    assert {p.stem for p in (copy / "plots").glob("*.png")} == {"waterfall", "lengths"}
+    assert {p.stem for p in (copy / "plots").glob("*.svg")} == {"waterfall", "lengths"}
     page = (copy / "report.html").read_text()
     notes = dict(re.findall(r'<p class="figure-note" id="fig-(\w+)">(.*?)</p>', page))
     assert set(notes) == {"mixture", "tokens_by_language"}
@@ -345,4 +386,4 @@ def test_a_one_category_figure_is_a_sentence(mixed_run: Path, tmp_path: Path) ->
     assert f"tokens of the kept documents are {lang}." in notes["tokens_by_language"]
     assert len(parse_html(copy / "report.html").images) == 2
     card = (copy / "README.md").read_text()
-    assert "(plots/waterfall.png)" in card and "plots/mixture.png" not in card
+    assert "(plots/waterfall.svg)" in card and "plots/mixture" not in card

@@ -258,7 +258,8 @@ def _limitations(stats: dict[str, Any]) -> str:
 def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: str,
                 plots: list[str], include: Include = "parquet",
                 expansions: dict[str, str] | None = None) -> DatasetCard:
-    """`expansions`: the manifest's placeholders and their values (manifest.json's)."""
+    """`plots`: the figures' file names in plots/, in report order; `expansions`: the
+    manifest's placeholders and their values (manifest.json's)."""
     data = card_data(stats, include)
     output = stats["output"]
     tokens = (stats.get("profile") or {}).get("tokens")
@@ -297,7 +298,7 @@ def render_card(stats: dict[str, Any], manifest: dict[str, Any], manifest_yaml: 
         markdown_table(["language", "docs kept", "bytes kept"],
                   [[lang, c["docs"], c["bytes"]] for lang, c in
                    sorted(output["by_lang"].items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))]),
-        *[f"![{name}](plots/{name}.png)" for name in plots],
+        *[f"![{name.rsplit('.', 1)[0]}](plots/{name})" for name in plots],
     ]
     mixture = _mixture(stats, manifest)
     if mixture:

@@ -1,7 +1,7 @@
 """`lemur-data push`: a finished run to a Hugging Face Hub dataset repo.
 
 Repo layout: `README.md` (the card, written for what is uploaded), `stats.json`,
-`timings.json`, `manifest.json`, `report.html`, `plots/*.png`, and the chosen
+`timings.json`, `manifest.json`, `report.html`, `plots/` (SVG), and the chosen
 data: `data/*.parquet` (the kept documents) or `megatron/` (`.bin/.idx`,
 `data_args.txt`). The files are gathered as symlinks in a temporary folder, so
 the run folder is never written to. The card, stats and report go in one
@@ -77,8 +77,8 @@ def plan_files(run_dir: str, include: Include, card: bytes) -> list[RepoFile]:
                 text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
             public = public_text(text, run_dir).encode()
             files.append(RepoFile(name, "", len(public), public))
-    for png in sorted((root / "plots").glob("*.png")):
-        files.append(RepoFile(f"plots/{png.name}", str(png), png.stat().st_size))
+    for plot in _plot_files(root):
+        files.append(RepoFile(f"plots/{plot.name}", str(plot), plot.stat().st_size))
     stats = storage.read_json(str(root / "stats.json"))
     if include == "parquet":
         out = root / stats["output"]["dir"]
@@ -120,6 +120,12 @@ def relative_data_args(text: str, folder: str) -> bytes:
     return "".join(lines).encode()
 
 
+def _plot_files(root: Path) -> list[Path]:
+    """The figures of plots/: SVG, or the PNGs an earlier lemur-data drew there (until
+    `lemur-data card` redraws them)."""
+    return sorted(p for p in (root / "plots").glob("*") if p.suffix in (".svg", ".png"))
+
+
 def card_for(run_dir: str, include: Include) -> bytes:
     """The card as it fits what is uploaded (configs point at data/ only if it is there)."""
     from .plots import PLOTS
@@ -128,10 +134,11 @@ def card_for(run_dir: str, include: Include) -> bytes:
     root = _local_run(run_dir)
     stats = storage.read_json(str(root / "stats.json"))
     record = storage.read_json(str(root / "manifest.json"))
-    plots = sorted(p.stem for p in (root / "plots").glob("*.png"))
     # the run's own figures in report order, then the stages' (by name)
     order = [make.__name__ for make in PLOTS]
-    plots.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
+    plots = sorted((p.name for p in _plot_files(root)),
+                   key=lambda n: (order.index(p) if (p := n.rsplit(".", 1)[0]) in order
+                                  else len(order), n))
     card = render_card(stats, record["manifest"], manifest_yaml(run_dir), plots, include,
                        record.get("expansions"))
     return public_text(str(card), run_dir).encode()

@@ -1,36 +1,44 @@
-"""The run's figures as PNG bytes, drawn from stats.json (matplotlib, Agg, no pyplot).
+"""The run's figures as SVG, drawn from stats.json (the parts: svg.py).
 
 Each function returns None when the run has nothing to show (no mixture, no
 MinHash stage, ...), and a `Note` when a bar chart would hold one category (one
-mixture component, one language): a sentence says what the one bar would, since a
-figure costs ~0.05-0.1 CPU s of matplotlib's text layout and a small build draws
-while the user waits. PNGs carry no timestamp, so the same stats give the same
-bytes and a resumed run's report stays byte-identical.
+mixture component, one language): a sentence says what the one bar would. The SVG
+holds no date and no random id, so the same stats give the same bytes and a resumed
+run's report stays byte-identical. Sizes are in px, the figures WIDTH (1000) wide;
+each figure's margins hold its text, measured by `text_width` where it is free
+(languages, mixture keys, reasons).
 """
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.patches import Patch
-from matplotlib.ticker import NullLocator
-
 from ...stages.hooks import BarChart, human
 from ...stages.registry import STAGE_INFO, stage_hooks
+from .svg import (
+    HATCH,
+    WIDTH,
+    Axes,
+    Canvas,
+    decades,
+    legend,
+    legend_columns,
+    line_legend,
+    nice_ticks,
+    text_width,
+)
 
 KIND_COLORS = {"code": "#1f77b4", "text": "#ff7f0e"}
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]
 MOST_REASONS = 11  # the rest are drawn as one grey "other reasons" segment
 MOST_LANGS = 20
+LEFT = 85.0  # room for the y tick labels (<= 6 characters, as `human` writes them) and label
+SLANT = 20.0  # degrees of the rotated category labels
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class Plot:
     name: str
     title: str
     caption: str
-    png: bytes
+    svg: bytes
 
 
 @dataclass(frozen=True)
@@ -51,43 +59,25 @@ class Note:
     text: str
 
 
-def _png(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return buffer.getvalue()
+def _slanted(labels: list[str], size: float) -> tuple[float, float]:
+    """How far labels rotated by SLANT and ending at their tick reach left of it and
+    below it, in px."""
+    widest = max((text_width(label, size) for label in labels), default=0.0)
+    angle = math.radians(SLANT)
+    return widest * math.cos(angle), widest * math.sin(angle) + size * math.cos(angle)
 
 
-def _text_size(labels: list[str], points: float) -> tuple[float, float]:
-    """The widest line and the most lines' height of `labels` at `points`, in inches,
-    as Agg lays them out (at the PNGs' 100 dpi)."""
-    renderer = RendererAgg(1, 1, 100)
-    font = FontProperties(size=points)
-    width = max((renderer.get_text_width_height_descent(line, font, ismath=False)[0]
-                 for label in labels for line in label.split("\n")), default=0.0) / 100
-    lines = max((len(label.split("\n")) for label in labels), default=0)
-    return width, lines * points * 1.2 / 72  # matplotlib's line spacing: 1.2
+def _share(ticks: list[float]) -> Callable[[float], str]:
+    """Percent labels with the decimals the ticks' step needs (2.5%, not 2%)."""
+    step = round((ticks[1] if len(ticks) > 1 else ticks[0]) * 100, 6)
+    digits = next((d for d in range(4) if round(step, d) == step), 4)
+    return lambda v: f"{v * 100:.{digits}f}%"
 
 
-def _fixed(panels: int, height: float, top: float, bottom: float, head: float = 0.0,
-           foot: float = 0.0, left: float = 0.85, right: float = 0.2,
-           ) -> tuple[Figure, list[Any]]:
-    """A 10-inch-wide figure of panels stacked at fixed margins, in inches: `top` and
-    `bottom` inside each panel of `height`, `head` above them all, `foot` below.
-
-    No layout engine: the constrained layout measured every tick label twice before
-    the figure was drawn, a third of the figure's time. So each figure sets margins
-    that hold its text: text of a known bound (numbers as `human` writes them, stage
-    names), or free labels (languages, mixture keys) measured first (`_text_size`)."""
-    total = head + panels * height + foot
-    fig = Figure(figsize=(10, total))
-    axes = []
-    for i in range(panels):
-        upper = head + i * height + top  # inches from the figure's top
-        lower = head + (i + 1) * height - bottom
-        axes.append(fig.add_axes((left / 10, 1 - lower / total, 1 - (left + right) / 10,
-                                  (lower - upper) / total)))
-    return fig, axes
+def _above(canvas: Canvas, x: float, y: float, text: str, size: float) -> None:
+    """`text` centred on x, its last line's baseline 3 px above y."""
+    lines = text.count("\n")
+    canvas.text(x, y - 3 - lines * size * 1.2, text, size)
 
 
 @dataclass(frozen=True)
@@ -133,61 +123,61 @@ def waterfall(stats: dict[str, Any]) -> Plot | None:
     ranked = sorted(totals, key=lambda r: (-totals[r], r))
     shown = ranked[:MOST_REASONS]
     color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(shown)}
-    handles = [Patch(color=color[r], label=r) for r in shown]
+    entries = [(r, color[r]) for r in shown]
     if len(ranked) > len(shown):
-        handles.append(Patch(color="#cccccc", label=f"{len(ranked) - len(shown)} other reasons"))
+        entries.append((f"{len(ranked) - len(shown)} other reasons", "#cccccc"))
     if any(step.merged for step in waterfall_steps(stats, "docs")):
-        handles.append(Patch(facecolor="#ffffff", edgecolor="#555555", hatch="//",
-                             label="merged (kept inside other documents)"))
-    # Columns as many as the longest label lets fit in the figure's 10 inches (at 7 pt a
-    # character is ~0.06 in, the patch and gap ~0.5 in): four columns of reasons like
-    # `quality:gopher_quality/gopher_below_alpha_threshold` were cut at both edges.
-    longest = max((len(str(h.get_label())) for h in handles), default=0)
-    ncols = max(1, min(4, int(9.5 / (0.06 * longest + 0.5))))
-    rows = -(-len(handles) // ncols)
-    # below the panels: the legend's rows at 7 pt (~0.14 in each) and its frame; the
-    # stage names under each panel, rotated 20 degrees, take ~0.45 in
-    fig, axes = _fixed(2, 3.8, top=0.1, bottom=0.6, head=0.45,
-                       foot=0.14 * rows + 0.2 if handles else 0.1)
+        entries.append(("merged (kept inside other documents)", HATCH))
     labels = ["input", *[s["name"] for s in stages], "output"]
-    for ax, unit in zip(axes, ("docs", "bytes"), strict=True):
+    _, drop = _slanted(labels, 11)
+    panel, top, bottom = 380.0, 55.0, drop + 30
+    columns, _ = legend_columns([label for label, _ in entries], WIDTH - 40)
+    foot = (-(-len(entries) // columns) * 11 * 1.6 + 8 + 20) if entries else 0.0
+    canvas = Canvas(2 * (top + panel + bottom) + foot, "What each stage removed")
+    canvas.text(WIDTH / 2, 24, "What each stage removed (bars split by reason)", 17)
+    for i, unit in enumerate(("docs", "bytes")):
         steps = waterfall_steps(stats, unit)
-        ax.bar(0, steps[0].start, color="#777777")
-        ax.text(0, steps[0].start, human(steps[0].start), ha="center", va="bottom", fontsize=8)
+        high = max(max(s.start, s.end) for s in steps) * 1.12 or 1.0
+        ax = Axes(canvas, LEFT, top + i * (top + panel + bottom), WIDTH - LEFT - 20, panel,
+                  (-0.7, len(labels) - 0.3), (0, high))
+        ax.yticks(nice_ticks(high), human)
+        ax.xticks(range(len(labels)), labels, 11, SLANT)
+        ax.labels(ylabel="documents" if unit == "docs" else "bytes")
+
+        def bar(x: float, low: float, high: float, fill: str, ax: Axes = ax) -> None:
+            ax.canvas.rect(ax.px(x - 0.4), ax.py(high), ax.px(x + 0.4) - ax.px(x - 0.4),
+                           ax.py(low) - ax.py(high), fill,
+                           "#555555" if fill == HATCH else None, 0.5)
+
+        bar(0, 0, steps[0].start, "#777777")
+        _above(canvas, ax.px(0), ax.py(steps[0].start), human(steps[0].start), 11)
         for x, step in enumerate(steps, start=1):
-            top = step.start
+            level = step.start
             for reason, size in sorted(step.removed.items(),
                                        key=lambda kv: (kv[0] not in color, kv[0])):
-                if size <= 0:
-                    continue
-                ax.bar(x, size, bottom=top - size, color=color.get(reason, "#cccccc"))
-                top -= size
+                if size > 0:
+                    bar(x, level - size, level, color.get(reason, "#cccccc"))
+                    level -= size
             if step.merged:  # merged rows live on in the kept documents: a hatched step
-                ax.bar(x, step.end, color="#ffffff", edgecolor="#555555", hatch="//",
-                       linewidth=0.5)
-            ax.plot([x - 0.4, x + 0.4], [step.start, step.start], color="#333333",
-                    linewidth=0.8)
+                bar(x, 0, step.end, HATCH)
+            canvas.line(ax.px(x - 0.4), ax.py(step.start), ax.px(x + 0.4), ax.py(step.start),
+                        "#333333", 1.2)
             lost = sum(step.removed.values())
             text = f"-{human(lost)}" if lost else "0"
             if step.merged:
                 text = f"{text}\nmerged"
-            ax.text(x, max(step.start, step.end), text, ha="center", va="bottom", fontsize=8)
-        level = steps[-1].end
-        ax.bar(len(labels) - 1, level, color="#2ca02c")
-        ax.text(len(labels) - 1, level, human(level), ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("documents" if unit == "docs" else "bytes")
-        ax.yaxis.set_major_formatter(lambda v, _: human(v))
-        ax.margins(y=0.12)
-    fig.suptitle("What each stage removed (bars split by reason)", y=1 - 0.1 / fig.get_figheight(),
-                 va="top")
-    if handles:
-        fig.legend(handles=handles, fontsize=7, loc="lower center", ncols=ncols)
+            _above(canvas, ax.px(x), ax.py(max(step.start, step.end)), text, 11)
+        end = len(labels) - 1
+        bar(end, 0, steps[-1].end, "#2ca02c")
+        _above(canvas, ax.px(end), ax.py(steps[-1].end), human(steps[-1].end), 11)
+        ax.frame()
+    if entries:
+        legend(canvas, entries, WIDTH / 2, canvas.height - foot + 10, WIDTH - 40)
     return Plot("waterfall", "Removed per stage",
                 "Documents (top) and bytes (bottom): the input, what each stage removed "
                 "(coloured by reason) or merged into documents it kept (hatched: not lost), "
                 "and the output; each level is the stage's kept count in stats.json.",
-                _png(fig))
+                canvas.svg())
 
 
 def mixture(stats: dict[str, Any]) -> Plot | Note | None:
@@ -203,35 +193,38 @@ def mixture(stats: dict[str, Any]) -> Plot | Note | None:
                     f"tokens used, {one.get('realized_epochs', 0):.2f} epochs over its "
                     f"available tokens (the Mixture table below).")
     keys = [c["key"] for c in components]
-    # The keys, 10 pt, rotated 20 degrees and ending at their tick: below the axes
-    # their height, and left of it what the first one reaches past its tick (the x
-    # range is set to put the first tick 0.6 of a bar slot in).
-    width, height = _text_size(keys, 10)
-    slant, rise = math.cos(math.radians(20)), math.sin(math.radians(20))
-    first = _text_size(keys[:1], 10)[0] * slant
-    left = max(0.85, first + 0.15 - 8.9 * 0.6 / len(keys))
-    fig, (ax,) = _fixed(1, 4.2, top=0.4, bottom=width * rise + height * slant + 0.2,
-                        left=left)
-    ax.set_xlim(-0.6, len(keys) - 0.4)
-    xs = range(len(components))
+    # the keys, rotated and ending at their tick: what the first reaches left of its
+    # tick (0.6 of a bar slot in from the axes' edge) and how far all reach down
+    reach = _slanted(keys[:1], 13)[0]
+    _, drop = _slanted(keys, 13)
+    left = max(LEFT, reach + 15 - (WIDTH - LEFT - 20) * 0.6 / len(keys))
+    panel, top = 380.0, 50.0
+    canvas = Canvas(top + panel + drop + 30, "Token mix by component")
     target = [c.get("target_share", 0.0) for c in components]
     real = [c.get("realized_share", 0.0) for c in components]
-    ax.bar([x - 0.2 for x in xs], target, width=0.4, label="target", color="#bbbbbb")
-    bars = ax.bar([x + 0.2 for x in xs], real, width=0.4, label="realized", color="#1f77b4")
-    for bar, component in zip(bars, components, strict=True):
-        epochs = component.get("realized_epochs", 0)
-        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
-                f"{human(component['used_tokens'])} tok\n{epochs:.2f} ep",
-                ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), keys, rotation=20, ha="right")
-    ax.set_ylabel("share of tokens")
-    ax.set_ylim(0, max([*target, *real, 0.01]) * 1.25)
-    ax.legend()
-    ax.set_title(f"Token mix: {human(mix.get('used_tokens', 0))} tokens, worst relative share "
-                 f"error {mix.get('max_share_error', 0):.2e}")
+    high = max([*target, *real, 0.01]) * 1.25
+    ax = Axes(canvas, left, top, WIDTH - left - 20, panel, (-0.6, len(keys) - 0.4), (0, high))
+    ticks = nice_ticks(high, whole=False)
+    ax.yticks(ticks, _share(ticks))
+    ax.xticks(range(len(keys)), keys, 13, SLANT)
+    ax.labels(ylabel="share of tokens",
+              title=f"Token mix: {human(mix.get('used_tokens', 0))} tokens, worst relative "
+                    f"share error {mix.get('max_share_error', 0):.2e}")
+    for x, (component, want, got) in enumerate(zip(components, target, real, strict=True)):
+        canvas.rect(ax.px(x - 0.4), ax.py(want), ax.px(x) - ax.px(x - 0.4),
+                    ax.py(0) - ax.py(want), "#bbbbbb")
+        canvas.rect(ax.px(x), ax.py(got), ax.px(x + 0.4) - ax.px(x), ax.py(0) - ax.py(got),
+                    "#1f77b4")
+        _above(canvas, ax.px(x + 0.2), ax.py(got),
+               f"{human(component['used_tokens'])} tok\n"
+               f"{component.get('realized_epochs', 0):.2f} ep", 10)
+    ax.frame()
+    legend(canvas, [("target", "#bbbbbb"), ("realized", "#1f77b4")], ax.x + ax.w - 8,
+           top + 8, 400, align="right")
     return Plot("mixture", "Token mix by component",
                 "Target vs realized share of tokens per mixture component; labels give the "
-                "tokens used and the epochs over the component's available tokens.", _png(fig))
+                "tokens used and the epochs over the component's available tokens.",
+                canvas.svg())
 
 
 def tokens_by_language(stats: dict[str, Any]) -> Plot | Note | None:
@@ -250,22 +243,27 @@ def tokens_by_language(stats: dict[str, Any]) -> Plot | Note | None:
     shown = ranked[:MOST_LANGS]
     if len(ranked) > len(shown):
         shown.append((f"{len(ranked) - len(shown)} more", sum(v for _, v in ranked[MOST_LANGS:])))
-    names = [n for n, _ in shown][::-1]
-    # left of the bars: the language names (10 pt tick labels), measured
-    fig, (ax,) = _fixed(1, max(3.0, 0.28 * len(shown) + 1), top=0.4, bottom=0.65,
-                        left=_text_size(names, 10)[0] + 0.25, right=0.25)
-    values = [v for _, v in shown][::-1]
-    ax.barh(names, values, color=[KIND_COLORS.get(kind_of.get(n, ""), "#999999") for n in names])
-    for y, v in enumerate(values):
-        ax.text(v, y, f" {human(v)}", va="center", fontsize=7)
-    ax.xaxis.set_major_formatter(lambda v, _: human(v))
-    ax.set_xlabel("tokens (output documents, before mixing)")
-    ax.set_title(f"Tokens by language: {human(profile.get('tokens', 0))} in total "
-                 "(blue code, orange text)")
-    ax.margins(x=0.12)
+    # left of the bars: the language names, measured; one 28 px row each
+    left = max(text_width(name, 13) for name, _ in shown) + 20
+    panel, top = max(200.0, 28.0 * len(shown)), 50.0
+    canvas = Canvas(top + panel + 65, "Tokens by language")
+    high = max(v for _, v in shown) * 1.15
+    ax = Axes(canvas, left, top, WIDTH - left - 25, panel, (0, high), (len(shown) - 0.5, -0.5))
+    ax.xticks(nice_ticks(high), [human(v) for v in nice_ticks(high)], grid=True)
+    ax.labels(xlabel="tokens (output documents, before mixing)",
+              title=f"Tokens by language: {human(profile.get('tokens', 0))} in total "
+                    "(blue code, orange text)")
+    for y, (name, value) in enumerate(shown):
+        canvas.rect(ax.px(0), ax.py(y - 0.4), ax.px(value) - ax.px(0),
+                    ax.py(y + 0.4) - ax.py(y - 0.4),
+                    KIND_COLORS.get(kind_of.get(name, ""), "#999999"))
+        canvas.text(ax.px(value) + 4, ax.py(y) + 4, human(value), 10, "start")
+        canvas.line(ax.px(0) - 4, ax.py(y), ax.px(0), ax.py(y), "#222222", 0.8)
+        canvas.text(ax.px(0) - 7, ax.py(y) + 4.5, name, 13, "end")
+    ax.frame()
     return Plot("tokens_by_language", "Tokens by language",
                 "Tokens of the kept documents per language, before the mixture's up- and "
-                "down-sampling.", _png(fig))
+                "down-sampling.", canvas.svg())
 
 
 def lengths(stats: dict[str, Any]) -> Plot | None:
@@ -275,29 +273,36 @@ def lengths(stats: dict[str, Any]) -> Plot | None:
              if h and any(sum(c) for c in h["counts"].values())]
     if not hists:
         return None
-    # a title above each panel, the tick labels and the axis label below it
-    fig, axes = _fixed(len(hists), 3.6, top=0.4, bottom=0.65, right=0.45)
-    for ax, hist in zip(axes, hists, strict=True):
+    panel, top, bottom = 300.0, 45.0, 55.0  # a title above each panel, ticks and label below
+    canvas = Canvas(len(hists) * (top + panel + bottom) + 10, "Document lengths")
+    for i, hist in enumerate(hists):
         edges = hist["edges"]
-        for kind, counts in hist["counts"].items():
-            ax.stairs(counts, edges, label=f"{kind} ({human(sum(counts))} docs)",
-                      color=KIND_COLORS.get(kind, "#555555"), linewidth=1.5)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())  # decades suffice; minor ticks cost ~0.1 s
-        # 1, 10, ..., 1.0k as the other axes write numbers: the default 10^n labels are
-        # mathtext, whose parser is built on first use and lays out each label anew
-        ax.xaxis.set_major_formatter(lambda v, _: human(v))
         used = [i for counts in hist["counts"].values() for i, c in enumerate(counts) if c]
-        ax.set_xlim(edges[max(min(used) - 1, 0)], edges[min(max(used) + 2, len(edges) - 1)])
-        ax.set_xlabel(f"document length ({hist['unit']})")
-        ax.set_ylabel("documents")
-        ax.yaxis.set_major_formatter(lambda v, _: human(v))  # <= 6 characters
-        ax.legend(fontsize=8)
-        ax.set_title(f"Document length in {hist['unit']} "
-                     f"(all documents of the {profile['shards']} output shards)")
+        first, last = max(min(used) - 1, 0), min(max(used) + 2, len(edges) - 1)
+        high = max(max(counts) for counts in hist["counts"].values()) * 1.08
+        ax = Axes(canvas, LEFT, top + i * (top + panel + bottom), WIDTH - LEFT - 45, panel,
+                  (edges[first], edges[last]), (0, high), xlog=True)
+        ax.yticks(nice_ticks(high), human)
+        ticks = decades(edges[first], edges[last])  # 1, 10, ..., 1.0k: decades suffice
+        ax.xticks(ticks, [human(v) for v in ticks], grid=True)
+        ax.labels(xlabel=f"document length ({hist['unit']})", ylabel="documents",
+                  title=f"Document length in {hist['unit']} "
+                        f"(all documents of the {profile['shards']} output shards)")
+        entries = []
+        for kind, counts in hist["counts"].items():
+            colour = KIND_COLORS.get(kind, "#555555")
+            points = [(ax.px(edges[first]), ax.py(0))]
+            for b in range(first, last):
+                points += [(ax.px(edges[b]), ax.py(counts[b])),
+                           (ax.px(edges[b + 1]), ax.py(counts[b]))]
+            points.append((ax.px(edges[last]), ax.py(0)))
+            canvas.polyline(points, colour, 1.8)
+            entries.append((f"{kind} ({human(sum(counts))} docs)", colour))
+        ax.frame()
+        line_legend(canvas, entries, ax.x + ax.w - 8, ax.y + 8)
     return Plot("lengths", "Document lengths",
                 "Histograms of the kept documents' length, per kind, on log-spaced bins "
-                "(4 per decade).", _png(fig))
+                "(4 per decade).", canvas.svg())
 
 
 def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
@@ -305,26 +310,29 @@ def cluster_sizes(stats: dict[str, Any]) -> Plot | None:
     found = [s for s in stats.get("stages") or [] if s.get("cluster_sizes")]
     if not found:
         return None
-    fig, axes = _fixed(len(found), 3.4, top=0.4, bottom=0.65)  # bins: short labels
-    for ax, stage in zip(axes, found, strict=True):
+    panel, top, bottom = 280.0, 45.0, 55.0  # bins: short labels
+    canvas = Canvas(len(found) * (top + panel + bottom) + 10, "Duplicate cluster sizes")
+    for i, stage in enumerate(found):
         # bins are labelled "2", "5-8", ">=1025": order them by their lower bound
         sizes = dict(sorted(stage["cluster_sizes"].items(),
                             key=lambda kv: int(re.findall(r"\d+", kv[0])[0])))
-        ax.bar(list(sizes), list(sizes.values()), color="#4e79a7", width=0.6)
-        ax.set_xlim(-0.6, max(len(sizes), 6) - 0.4)  # a few bins stay narrow bars
+        high = max(sizes.values()) * 3.0  # log scale: room for the labels
+        ax = Axes(canvas, LEFT, top + i * (top + panel + bottom), WIDTH - LEFT - 20, panel,
+                  (-0.6, max(len(sizes), 6) - 0.4), (0.5, high), ylog=True)
+        ax.yticks(decades(1, high), human)
+        ax.xticks(range(len(sizes)), list(sizes))
+        ax.labels(xlabel="documents in the cluster", ylabel="clusters",
+                  title=f"{stage['name']}: "
+                        f"{human(stage.get('clusters', sum(sizes.values())))} clusters, "
+                        f"{human(stage['removed']['docs'])} documents removed")
         for x, v in enumerate(sizes.values()):
-            ax.text(x, v, human(v), ha="center", va="bottom", fontsize=7)
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_major_formatter(lambda v, _: human(v))  # not mathtext 10^n
-        ax.set_xlabel("documents in the cluster")
-        ax.set_ylabel("clusters")
-        ax.set_title(f"{stage['name']}: {human(stage.get('clusters', sum(sizes.values())))} "
-                     f"clusters, {human(stage['removed']['docs'])} documents removed")
-        ax.margins(y=0.15)
+            canvas.rect(ax.px(x - 0.3), ax.py(v), ax.px(x + 0.3) - ax.px(x - 0.3),
+                        ax.py(0.5) - ax.py(v), "#4e79a7")
+            _above(canvas, ax.px(x), ax.py(v), human(v), 11)
+        ax.frame()
     return Plot("cluster_sizes", "Duplicate cluster sizes",
                 "How many clusters of near duplicates hold 2, 3, ... documents "
-                "(one document per cluster is kept).", _png(fig))
+                "(one document per cluster is kept).", canvas.svg())
 
 
 def bar_chart(chart: BarChart) -> Plot | Note:
@@ -335,27 +343,31 @@ def bar_chart(chart: BarChart) -> Plot | Note:
             for label, _, bars in chart.series)
         return Note(chart.name, chart.title,
                     f"One category, {' '.join(chart.labels[0].split())}: {shown}.")
-    # below the bars: the category labels (8 pt, maybe several lines), measured
-    fig, (ax,) = _fixed(1, 4.2, top=0.4, bottom=_text_size(chart.labels, 8)[1] + 0.25)
-    xs = range(len(chart.labels))
+    # below the bars: the category labels (12 px, maybe several lines)
+    lines = max(label.count("\n") + 1 for label in chart.labels)
+    panel, top = 380.0, 50.0
+    canvas = Canvas(top + panel + lines * 12 * 1.2 + 30, chart.title)
+    values = [v for _, _, vs in chart.series for v in vs]
+    high = max([*values, 0.01 if chart.percent else 1]) * 1.15
+    ax = Axes(canvas, LEFT, top, WIDTH - LEFT - 20, panel, (-0.6, len(chart.labels) - 0.4),
+              (0, high))
+    ticks = nice_ticks(high, whole=not chart.percent)
+    ax.yticks(ticks, _share(ticks) if chart.percent else human)
+    ax.xticks(range(len(chart.labels)), chart.labels, 12)
+    ax.labels(ylabel=chart.ylabel, title=chart.heading)
     width = 0.8 / len(chart.series)
-    offsets = [(i - (len(chart.series) - 1) / 2) * width for i in range(len(chart.series))]
-    for (label, color, values), offset in zip(chart.series, offsets, strict=True):
-        ax.bar([x + offset for x in xs], values, width=width, color=color, label=label)
-    for x in xs:
-        for (_, _, values), offset in zip(chart.series, offsets, strict=True):
-            text = f"{values[x]:.1%}" if chart.percent else human(values[x])
-            ax.text(x + offset, values[x], text, ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(xs), chart.labels, fontsize=8)
-    ax.set_ylabel(chart.ylabel)
-    if chart.percent:
-        ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
-    else:
-        ax.yaxis.set_major_formatter(lambda v, _: human(v))
-    ax.legend(fontsize=8)
-    ax.margins(y=0.15)
-    ax.set_title(chart.heading)
-    return Plot(chart.name, chart.title, chart.caption, _png(fig))
+    for i, (_, colour, series) in enumerate(chart.series):
+        offset = (i - (len(chart.series) - 1) / 2) * width
+        for x, value in enumerate(series):
+            canvas.rect(ax.px(x + offset - width / 2), ax.py(value),
+                        ax.px(x + offset + width / 2) - ax.px(x + offset - width / 2),
+                        ax.py(0) - ax.py(value), colour)
+            _above(canvas, ax.px(x + offset), ax.py(value),
+                   f"{value:.1%}" if chart.percent else human(value), 10)
+    ax.frame()
+    legend(canvas, [(label, colour) for label, colour, _ in chart.series], ax.x + ax.w - 8,
+           top + 8, ax.w - 16, align="right")
+    return Plot(chart.name, chart.title, chart.caption, canvas.svg())
 
 
 PLOTS: list[Callable[[dict[str, Any]], Plot | Note | None]] = [

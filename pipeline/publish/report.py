@@ -1,4 +1,4 @@
-"""report.html: one self-contained page (figures inlined as base64 PNG) from stats.json.
+"""report.html: one self-contained page (figures inlined as base64 SVG) from stats.json.
 
 It renders whatever the run has: a stage missing from the manifest has no
 section, and a stage's own figures (MinHash parameters, cluster sizes, ...)
@@ -67,9 +67,10 @@ def figure(plot: Plot | Note) -> str:
     if isinstance(plot, Note):  # one category: a sentence where the figure would be
         return (f'<p class="figure-note" id="fig-{esc(plot.name)}"><strong>'
                 f"{esc(plot.title)}.</strong> {esc(plot.text)}</p>")
-    data = base64.b64encode(plot.png).decode()
+    # an <img>, not inline <svg>: each figure a document of its own (its ids, its fonts)
+    data = base64.b64encode(plot.svg).decode()
     return (f'<figure id="fig-{esc(plot.name)}"><img alt="{esc(plot.title)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{esc(plot.caption)}'
+            f'src="data:image/svg+xml;base64,{data}"><figcaption>{esc(plot.caption)}'
             f"</figcaption></figure>")
 
 
