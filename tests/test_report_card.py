@@ -364,6 +364,19 @@ def test_the_waterfall_legend_fits_the_figure(mixed_run: Path) -> None:
         assert all(a[1] < b[0] for a, b in zip(row, row[1:], strict=False)), row
 
 
+def test_labels_from_the_data_stay_valid_svg() -> None:
+    """A language is whatever a source's column says: markup, quotes and characters XML
+    cannot hold are drawn as text, and the figure still parses."""
+    hostile = "<b>Py\"thon</b> & \x01\ud800"
+    stats = {"profile": {"tokens": 1500, "tokens_by_lang": {hostile: 1000, "en": 500},
+                         "docs_by_kind_lang": {"code": {hostile: 3}, "text": {"en": 1}}}}
+    figure = plots.tokens_by_language(stats)
+    assert isinstance(figure, plots.Plot)
+    texts = ["".join(t.itertext()) for t in svg_texts(figure.svg)]
+    assert '<b>Py"thon</b> & \ufffd\ufffd' in texts and "en" in texts
+    assert human(1000) in texts and human(500) in texts
+
+
 def test_a_one_category_figure_is_a_sentence(mixed_run: Path, tmp_path: Path) -> None:
     """A mix of one component and output of one language: their bar charts would hold
     one bar each, so the report says it in a sentence and draws nothing; a figure an

@@ -16,6 +16,7 @@ Output is deterministic: coordinates are rounded to 0.1 px and nothing else vari
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -36,6 +37,15 @@ _PLAIN = 0.64  # lower case, digits and the remaining capitals
 def text_width(text: str, size: float) -> float:
     """An upper bound of the width in px of one line of `text` at font size `size`."""
     return size * sum(_EM.get(c, _PLAIN if c.isascii() else 1.0) for c in text)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold, which a label read from the data (a language column)
+may: shown as U+FFFD, so the figure stays a valid document."""
+
+
+def _xml(text: str) -> str:
+    return escape(_NOT_XML.sub("\ufffd", text))
 
 
 def _n(value: float) -> str:
@@ -80,8 +90,8 @@ class Canvas:
         turn = f' transform="rotate({_n(-rotate)} {_n(x)} {_n(y)})"' if rotate else ""
         weight = ' font-weight="bold"' if bold else ""
         lines = text.split("\n")
-        body = escape(lines[0]) + "".join(
-            f'<tspan x="{_n(x)}" dy="{_n(size * 1.2)}">{escape(line)}</tspan>'
+        body = _xml(lines[0]) + "".join(
+            f'<tspan x="{_n(x)}" dy="{_n(size * 1.2)}">{_xml(line)}</tspan>'
             for line in lines[1:])
         colour = f' fill="{fill}"' if fill != "#222222" else ""
         self.parts.append(f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" '
@@ -95,7 +105,7 @@ class Canvas:
                  if HATCH in body else "")
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(WIDTH)}" '
                 f'height="{_n(self.height)}" viewBox="0 0 {_n(WIDTH)} {_n(self.height)}" '
-                f'font-family="{FONT}" fill="#222222">\n<title>{escape(self.title)}</title>\n'
+                f'font-family="{FONT}" fill="#222222">\n<title>{_xml(self.title)}</title>\n'
                 f'{hatch}<rect width="{_n(WIDTH)}" height="{_n(self.height)}" fill="#ffffff"/>\n'
                 f"{body}\n</svg>\n").encode()
 
