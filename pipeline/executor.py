@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import RayTaskError
+from ray.exceptions import RayError, RayTaskError
 
 from . import ray_reaper, worker_env
 from .local_ray import loopback_only
@@ -215,8 +215,9 @@ def _start_local(workers: int | None) -> None:
     # address in /tmp/ray/ray_current_cluster (ray.init would join that one instead,
     # refusing num_cpus: a build without --ray-address failed while one ran).
     with loopback_only():
+        # no log monitor publishes the workers' output (local_ray): nothing to listen to
         ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", **_init_options())
+                 _node_ip_address="127.0.0.1", **{**_init_options(), "log_to_driver": False})
     ray_reaper.started()
 
 
@@ -332,9 +333,27 @@ def run_phase(phase: Phase, markers_dir: str, workers: int | None,
                     ray.cancel(other)
                 cause = error.cause if getattr(error, "cause", None) else error
                 raise RunError(f"{phase.name} task {task.key}: {cause}") from cause
+            except RayError as error:  # its worker died (killed, out of memory), each retry
+                raise RunError(f"{phase.name} task {task.key}: {_first_line(error)}; "
+                               f"{_worker_logs()}") from error
             if on_done:
                 on_done(summaries[task.key])
     return [summaries[task.key] for task in phase.tasks]
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _worker_logs() -> str:
+    """Where the workers' output is: a local Ray forwards none of it (local_ray)."""
+    from ray._private import worker as ray_worker
+
+    node = getattr(ray_worker, "_global_node", None)  # no public API names it
+    if node is None:
+        return "the workers' output is in the Ray node's logs/ folder"
+    return f"the workers' output is in {node.get_logs_dir_path()} (worker-*.err, *.out)"
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -22,8 +22,16 @@ written their ports, and their imports made that the longest part of `ray.init`:
 run as pipeline/ray_agent.py's stand-ins, which import nothing of Ray (should a
 command not be rewritten, the dashboard agent is still Ray's `--minimal` one:
 `_minimal_agent`). And `ray.init` waits for the raylet in the GCS's node table with
-20 ms polls instead of Ray's 1 s ones (`_wait_until_registered`). Ray's log monitor,
-which nothing waits for, runs nicer than the rest (`yield_cpu`).
+20 ms polls instead of Ray's 1 s ones (`_wait_until_registered`).
+
+Nor is Ray's log monitor started. It tails the workers' log files and publishes their
+lines to the driver, and its Python imports all of Ray as it starts: 0.9 CPU s of a
+small build's ~9 on a 2-core machine, at the moment the driver and the first worker
+need both cores. A build's workers print nothing (the stages log nothing; a demo build's
+workers wrote only Ray's own `:task_name:` marks), and a task's error comes back with its
+traceback; what a crashed worker wrote stays in the session's `logs/` folder, which the
+build's error names (executor.run_phase). A cluster joined with `--ray-address` keeps
+the log monitor its `ray start` runs.
 
 A cluster joined with `--ray-address` is left as its operator configured it
 (README, "Security").
@@ -60,9 +68,15 @@ def loopback_only() -> Iterator[None]:
         """The autoscaler's monitor: one node, nothing to scale (`ray start
         --no-monitor`'s choice, which ray.init does not offer)."""
 
+    def no_log_monitor(self: object) -> None:
+        """The log monitor: see the module's docstring (`RayParams.include_log_monitor`,
+        which ray.init does not offer either)."""
+
     node.Node.start_api_server = no_api_server
     saved_monitor = node.Node.start_monitor
     node.Node.start_monitor = no_monitor
+    saved_log_monitor = node.Node.start_log_monitor
+    node.Node.start_log_monitor = no_log_monitor
     saved_check = utils.get_dashboard_dependency_error
     utils.get_dashboard_dependency_error = _minimal_agent
     saved_process = services.start_ray_process
@@ -71,10 +85,7 @@ def loopback_only() -> Iterator[None]:
                       **kwargs: Any) -> Any:
         if process_type == ray_constants.PROCESS_TYPE_RAYLET:
             command = bare_agent(command)
-        started = saved_process(command, process_type, *args, **kwargs)
-        if process_type == ray_constants.PROCESS_TYPE_LOG_MONITOR:
-            yield_cpu(started.process.pid)
-        return started
+        return saved_process(command, process_type, *args, **kwargs)
 
     services.start_ray_process = start_process
     saved_get_node = services.get_node
@@ -91,26 +102,13 @@ def loopback_only() -> Iterator[None]:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         node.Node.start_api_server = saved_start
         node.Node.start_monitor = saved_monitor
+        node.Node.start_log_monitor = saved_log_monitor
         utils.get_dashboard_dependency_error = saved_check
         services.start_ray_process = saved_process
         # The processes ray.init started have it; a `ray start` this process runs later
         # (a cluster head of its own) must not: Ray refuses multi-node clusters with it.
         if set_here:
             del os.environ[LOCAL_ONLY_ENV]
-
-
-LOG_MONITOR_NICENESS = 10
-
-
-def yield_cpu(pid: int) -> None:
-    """Ray's log monitor, `LOG_MONITOR_NICENESS` nicer than it started: it imports Ray
-    (~0.5 CPU s) as it starts, at the moment the raylet's first worker imports Ray and
-    the driver imports the stages and plans, all on the critical path of a build's start,
-    and nothing waits for it (it forwards the workers' output to the driver, lines it
-    finds in their log files, so a late start loses none of them)."""
-    with contextlib.suppress(OSError):  # gone already: nothing to yield
-        niceness = os.getpriority(os.PRIO_PROCESS, pid)
-        os.setpriority(os.PRIO_PROCESS, pid, min(19, niceness + LOG_MONITOR_NICENESS))
 
 
 def _wait_until_registered(gcs_address: str, node_id: str, timeout_s: float = 30) -> None:

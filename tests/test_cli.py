@@ -203,7 +203,7 @@ def _title(process) -> str:
 def test_sigkill_leaves_no_ray_process_behind(tmp_path: Path) -> None:
     """Issue 20: after a SIGKILL of the driver, Ray's dashboard and runtime-env agents
     lived on for 50-94 s; every process of its local Ray (its agents are now stand-ins,
-    but the workers and the log monitor are Ray's) must be gone in seconds."""
+    but the workers are Ray's) must be gone in seconds."""
     import psutil
 
     tree = tmp_path / "tree"
