@@ -330,6 +330,9 @@ def _import_report() -> None:
     """Import what writes the report; an error is left for the import that needs it."""
     with contextlib.suppress(Exception):  # raised again where write_run_docs is imported
         import_module(".publish.run_docs", __package__).prepare()
+        # what ray.shutdown imports (compiled DAGs, to shut them down: ~0.09 s), which
+        # the CLI's shutdown thread then does beside the report, not after it
+        import_module("ray.dag")
 
 
 def _budgeted(manifest: Manifest, run_dir: str, units: dict[str, list[InputUnit]],
