@@ -118,6 +118,16 @@ def _forget_unhandled_interrupt() -> None:
 
 def _main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "build":
+        # Ray starts (a local one: ~2 s, mostly its raylet waiting for its agents) or is
+        # joined while this process imports (rich too), reads the manifest and plans.
+        from .executor import abandon, start
+
+        start(args.ray_address, args.workers)
+        try:
+            return _manifest_command(args, make_console(stderr=True, soft_wrap=True))
+        finally:
+            abandon()  # stopped if the build never got to use it (an error came first)
     console = make_console(stderr=True, soft_wrap=True)  # a message is one line, never wrapped
     if args.command == "card":
         return card_command(args.run_dir, console)
@@ -130,16 +140,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         heap.settle()  # imported; what it reads of a large run is the run's size
         return run(args, console)
-    if args.command == "build":
-        # Ray starts (a local one: ~2 s, mostly its raylet waiting for its agents) or is
-        # joined while this process imports, reads the manifest and plans.
-        from .executor import abandon, start
-
-        start(args.ray_address, args.workers)
-        try:
-            return _manifest_command(args, console)
-        finally:
-            abandon()  # stopped if the build never got to use it (an error came first)
     return _manifest_command(args, console)
 
 
