@@ -293,12 +293,14 @@ def drop_bracket(data: bytes, brackets: list[int], rng: random.Random) -> bytes 
     return data[:at] + data[at + 1:]
 
 
-def damaged(entry: str, data: bytes, root) -> dict[str, bytes | None]:
+def damaged(entry: str, data: bytes, root,
+            found: tuple[list[Pair], list[int]] | None = None) -> dict[str, bytes | None]:
     """The three damaged copies of one file (None when a damage does not apply).
 
-    `root` is the tree of `data` (offsets must match).
+    `root` is the tree of `data` (offsets must match); `found`: its
+    `pairs_and_brackets`, if the caller has them already.
     """
-    pairs, brackets = pairs_and_brackets(root)
+    pairs, brackets = found if found is not None else pairs_and_brackets(root)
     return {
         "cut": cut(data, pairs, _rng(entry, "cut")),
         "delete_lines": delete_lines(data, pairs, _rng(entry, "delete_lines")),

@@ -318,7 +318,9 @@ def label_copies(judge, copies: dict[str, bytes | None]) -> dict[str, bool | Non
 
 
 def all_copies(language: str, entry: str, data: bytes, root) -> dict[str, bytes | None]:
-    return {**corpus.damaged(entry, data, root), **damage.damaged(language, entry, data, root)}
+    found = corpus.pairs_and_brackets(root)  # once for both modules' kinds
+    return {**corpus.damaged(entry, data, root, found),
+            **damage.damaged(language, entry, data, root, found[0])}
 
 
 def labels_path(language: str) -> Path:
