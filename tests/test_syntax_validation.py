@@ -11,7 +11,11 @@ the same files.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -24,6 +28,10 @@ MIN_DETECTION = 95.0  # % of broken copies, per kind
 MIN_COPIES = 20  # a kind with fewer confirmed copies is reported, not bounded
 # Every listed file (a sample would hold the same few rejections at a higher share).
 STRIDE = 1
+DETECTION = "(detection without a column)"
+# The module's jobs, the longest first (measured), so that two processes end together.
+LONGEST_FIRST = ("JavaScript", "Python", "Rust", "C++", DETECTION, "PHP", "C", "TypeScript",
+                 "HTML", "Java", "Go", "Shell", "Ruby", "CSS")
 
 
 def _present(language: str) -> list[str]:
@@ -35,11 +43,31 @@ def _present(language: str) -> list[str]:
     return [e for _, e in rows]
 
 
+def _measure(language: str) -> dict:
+    return validation.measure(language, entries=set(_present(language)))
+
+
+@pytest.fixture(scope="module")
+def measured(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Any]]]:
+    """The measures of the languages (and the detection sample) this session's tests of
+    the module ask for, all started at once in two processes: they are CPU work only,
+    one core each, where one test after the other left the second core idle. Spawned,
+    not forked: this process may hold a Ray connection and its threads. A job's error
+    is raised by its own test (`Future.result`)."""
+    asked = {item.callspec.params.get("language", DETECTION) if hasattr(item, "callspec")
+             else DETECTION
+             for item in request.session.items if item.module is request.module}
+    jobs = [job for job in LONGEST_FIRST if job in asked] + sorted(asked - set(LONGEST_FIRST))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        yield {job: pool.submit(_detection) if job == DETECTION else pool.submit(_measure, job)
+               for job in jobs}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("language", validation.SYNTAX_LANGUAGES)
-def test_validation_half_meets_bounds(language: str) -> None:
-    entries = _present(language)
-    result = validation.measure(language, entries=set(entries))
+def test_validation_half_meets_bounds(language: str, measured: dict[str, Future[Any]]) -> None:
+    result = measured[language].result()
     assert result["files"] >= 40, result["files"]
     false = 100.0 * len(result["rejected"]) / result["files"]
     assert false <= MAX_FALSE_REJECTION, (false, result["rejected"][:10])
@@ -49,14 +77,8 @@ def test_validation_half_meets_bounds(language: str) -> None:
             assert 100.0 * caught / copies >= MIN_DETECTION, (kind, caught, copies)
 
 
-@pytest.mark.slow
-def test_code_language_without_a_column() -> None:
-    """Detected from path, head and tail, as the langid stage does when a source has
-    no language column, against what the extension (The Stack's label), the package
-    or the interpreter states. The files are chosen without the detector
-    (`validation.detection_sample`), extensionless ones included: scripts in
-    /usr/bin, /etc and /usr/share, libstdc++'s headers, and every bash-completion
-    script, listed or not."""
+def _detection() -> tuple[Counter[str], Counter[str], list[tuple[str, str, str | None]]]:
+    """(right, total, wrong) of `test_code_language_without_a_column`, per language."""
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     wrong: list[tuple[str, str, str | None]] = []
@@ -78,6 +100,18 @@ def test_code_language_without_a_column() -> None:
             total["Shell (bash-completion)"] += 1
             right["Shell (bash-completion)"] += detect_code_language(
                 str(path), data) == "Shell"
+    return right, total, wrong
+
+
+@pytest.mark.slow
+def test_code_language_without_a_column(measured: dict[str, Future[Any]]) -> None:
+    """Detected from path, head and tail, as the langid stage does when a source has
+    no language column, against what the extension (The Stack's label), the package
+    or the interpreter states. The files are chosen without the detector
+    (`validation.detection_sample`), extensionless ones included: scripts in
+    /usr/bin, /etc and /usr/share, libstdc++'s headers, and every bash-completion
+    script, listed or not."""
+    right, total, wrong = measured[DETECTION].result()
     assert total["Shell (bash-completion)"] >= 400 and total["(extensionless)"] >= 300, total
     assert all(total[language] >= 300 for language in validation.LANGUAGES), total
     files = sum(total[language] for language in validation.LANGUAGES)
