@@ -50,14 +50,23 @@ def build_on(address: str, manifest: Path, run_dir: Path) -> subprocess.Complete
                           cwd=REPO, env=cluster_env(), capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.slow
-def test_cluster_build_and_job_submit_match_local(ray_session, cluster: LocalCluster,
-                                                  tmp_path: Path) -> None:
-    raw = corpus(tmp_path)
-    manifest = tmp_path / "m.yaml"
+@pytest.fixture(scope="module")
+def reference(ray_session, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The manifest both cluster builds run, and the digest of its build on the local Ray:
+    built once for the module (the two tests compared two builds of the same bytes)."""
+    folder = tmp_path_factory.mktemp("cluster")
+    raw = corpus(folder)
+    manifest = folder / "m.yaml"
     manifest.write_text(yaml.safe_dump(raw))
-    run_build(raw, tmp_path, tmp_path / "local")
-    expected = digest(tmp_path / "local")
+    run_build(raw, folder, folder / "local")
+    return manifest, digest(folder / "local")
+
+
+@pytest.mark.slow
+def test_cluster_build_and_job_submit_match_local(cluster: LocalCluster,
+                                                  reference: tuple[Path, dict],
+                                                  tmp_path: Path) -> None:
+    manifest, expected = reference
 
     result = build_on(cluster.address, manifest, tmp_path / "on-cluster")
     assert result.returncode == 0, result.stderr
@@ -109,11 +118,9 @@ def test_cluster_workers_set_their_arrow_pool_themselves(cluster: LocalCluster,
 
 
 @pytest.mark.slow
-def test_worker_node_killed_mid_stage(ray_session, cluster: LocalCluster, tmp_path: Path) -> None:
-    raw = corpus(tmp_path)
-    manifest = tmp_path / "m.yaml"
-    manifest.write_text(yaml.safe_dump(raw))
-    run_build(raw, tmp_path, tmp_path / "local")
+def test_worker_node_killed_mid_stage(cluster: LocalCluster, reference: tuple[Path, dict],
+                                      tmp_path: Path) -> None:
+    manifest, expected = reference
     run_dir = tmp_path / "faulty"
     node = cluster.processes(cluster.temp_dirs[1])
     process = subprocess.Popen(
@@ -132,5 +139,5 @@ def test_worker_node_killed_mid_stage(ray_session, cluster: LocalCluster, tmp_pa
     if process.returncode != 0:  # Ray gave up on the task: the same command resumes it
         resumed = build_on(cluster.address, manifest, run_dir)
         assert resumed.returncode == 0, resumed.stderr
-    assert digest(run_dir) == digest(tmp_path / "local")
+    assert digest(run_dir) == expected
     cluster.temp_dirs[1] = cluster.add_node()  # leave two nodes for later tests
