@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -269,38 +266,15 @@ def test_stage_thresholds_come_from_the_manifest_per_language() -> None:
         SyntaxParams(max_error_share={"Klingon": 0.1})
 
 
-def _calibration_sample(language: str) -> tuple[int, list[measure.Measured]]:
+@pytest.mark.parametrize("language", corpus.LANGUAGES)
+def test_calibration_sample_meets_bounds(language: str) -> None:
     present = [e for e in corpus.listed(language) if corpus.exists(e)]
     entries = present[:: max(1, len(present) // SAMPLE)][:SAMPLE]  # spread over the roots
+    assert len(entries) >= min(SAMPLE, 20), f"{language}: too few calibration files here"
+    params = SyntaxParams()
     # The oracles every test machine has (compile(), bash, node, gcc); the validation
     # half's stored labels carry the others' verdicts (test_syntax_validation.py).
-    return len(entries), measure.measure(language, entries, fetched_oracles=False)
-
-
-@pytest.fixture(scope="module")
-def calibration_samples(request: pytest.FixtureRequest
-                        ) -> Iterator[dict[str, Future[tuple[int, list[measure.Measured]]]]]:
-    """The samples of the languages this session's calibration tests ask for, all
-    started at once in two processes (CPU work and oracle runs only: one after the other
-    left the second core idle), JavaScript's and HTML's (the longest) first. Spawned,
-    not forked: this process may hold a Ray connection and its threads."""
-    asked = {item.callspec.params["language"] for item in request.session.items
-             if item.module is request.module and hasattr(item, "callspec")
-             and item.originalname == "test_calibration_sample_meets_bounds"}
-    first = [language for language in ("JavaScript", "HTML") if language in asked]
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
-        yield {language: pool.submit(_calibration_sample, language)
-               for language in first + [x for x in corpus.LANGUAGES
-                                        if x in asked and x not in first]}
-
-
-@pytest.mark.parametrize("language", corpus.LANGUAGES)
-def test_calibration_sample_meets_bounds(language: str, calibration_samples: dict[
-        str, Future[tuple[int, list[measure.Measured]]]]) -> None:
-    files, measured = calibration_samples[language].result()
-    assert files >= min(SAMPLE, 20), f"{language}: too few calibration files here"
-    params = SyntaxParams()
+    measured = measure.measure(language, entries, fetched_oracles=False)
     rates = measure.rates(measured, params.share_for(language),
                           params.missing_for(language), params.unbalanced_for(language))
     max_false, detection = BOUNDS[language]
