@@ -189,8 +189,8 @@ def _not_main_thread_warning(record: logging.LogRecord) -> bool:
     return "SIGTERM handler is not set" not in record.getMessage()
 
 
-def _init_options() -> dict[str, Any]:
-    return {"logging_level": logging.WARNING, "log_to_driver": True}
+def _init_options(log_to_driver: bool = True) -> dict[str, Any]:
+    return {"logging_level": logging.WARNING, "log_to_driver": log_to_driver}
 
 
 def _start_local(workers: int | None) -> None:
@@ -224,7 +224,7 @@ def _start_local(workers: int | None) -> None:
     with loopback_only():
         # no log monitor publishes the workers' output (local_ray): nothing to listen to
         ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", **{**_init_options(), "log_to_driver": False})
+                 _node_ip_address="127.0.0.1", **_init_options(log_to_driver=False))
     ray_reaper.started()
 
 

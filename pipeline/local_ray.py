@@ -30,11 +30,10 @@ small build's ~9 on a 2-core machine, at the moment the driver and the first wor
 need both cores. A build's workers print nothing (the stages log nothing; a demo build's
 workers wrote only Ray's own `:task_name:` marks), and a task's error comes back with its
 traceback; what a crashed worker wrote stays in the session's `logs/` folder, which the
-build's error names (executor.run_phase). A cluster joined with `--ray-address` keeps
-the log monitor its `ray start` runs.
+build's error names (executor.run_phase).
 
-A cluster joined with `--ray-address` is left as its operator configured it
-(README, "Security").
+A cluster joined with `--ray-address` is left as its operator configured it, log
+monitor included (README, "Security").
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from pathlib import Path
 import yaml
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-REPO = Path(__file__).resolve().parents[2]  # the checkout `lemur_data` is installed from
+REPO = Path(__file__).resolve().parents[2]  # this checkout: run it from the one installed
 PACKAGES = ["json/*.py", "email/*.py", "email/*/*.py", "http/*.py", "urllib/*.py",
             "xml/dom/*.py"]
 
