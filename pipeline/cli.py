@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 from . import heap
 from .cli_args import parser
 from .cli_commands import card_command, index_command, make_console, push_command
+from .deferred_imports import defer
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def run() -> NoReturn:
 
     Output piped to a reader that stops early (`lemur-data inspect ... | head`) ends the
     command quietly, as Unix tools do, not with a BrokenPipeError traceback."""
+    defer()  # what Ray imports and no command uses, loaded on first use
     heap.hold()  # a build settles it once imported (pipeline/heap.py)
     try:
         code = _resident_build(sys.argv[1:])

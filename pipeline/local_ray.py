@@ -32,8 +32,12 @@ workers wrote only Ray's own `:task_name:` marks), and a task's error comes back
 traceback; what a crashed worker wrote stays in the session's `logs/` folder, which the
 build's error names (executor.run_phase).
 
+Its workers start through pipeline/ray_worker.py, which runs Ray's own worker script
+with two imports Ray makes and a build never uses deferred (pipeline/deferred_imports.py):
+the first worker's start is on a small build's critical path.
+
 A cluster joined with `--ray-address` is left as its operator configured it, log
-monitor included (README, "Security").
+monitor and workers included (README, "Security").
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ def loopback_only() -> Iterator[None]:
     def start_process(command: list[str], process_type: str, *args: Any,
                       **kwargs: Any) -> Any:
         if process_type == ray_constants.PROCESS_TYPE_RAYLET:
-            command = bare_agent(command)
+            command = deferred_worker(bare_agent(command))
         return saved_process(command, process_type, *args, **kwargs)
 
     services.start_ray_process = start_process
@@ -159,5 +163,34 @@ def bare_agent(raylet_command: list[str]) -> list[str]:
             if argument.startswith(option) and argument.count(script) == 1:
                 argument = argument.replace(
                     script, f" -m {AGENT_MODULE} {kind} {','.join(ports[kind])} ")
+        rewritten.append(argument)
+    return rewritten
+
+
+WORKER_OPTION = "--python_worker_command="
+
+
+def deferred_worker(raylet_command: list[str]) -> list[str]:
+    """The raylet's command, with its Python workers started by pipeline/ray_worker.py:
+    `python [setup_worker.py] <it> <default_worker.py> <arguments>` (the raylet drops
+    setup_worker.py when a task asks for no runtime environment, as a build's do). A
+    worker command in a form this does not know (Ray's default_worker.py not named
+    once between spaces, say) is left as Ray wrote it: the workers then import all of
+    what Ray imports, slower to start but as correct."""
+    import subprocess
+
+    import ray
+
+    script = os.path.join(os.path.dirname(os.path.abspath(ray.__file__)), "_private",
+                          "workers", "default_worker.py")
+    quoted = subprocess.list2cmdline([script])
+    named = f" {quoted} "
+    entry = subprocess.list2cmdline([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "ray_worker.py")])
+    rewritten = []
+    for argument in raylet_command:
+        if (argument.startswith(WORKER_OPTION) and argument.count(quoted) == 1
+                and named in argument):
+            argument = argument.replace(named, f" {entry}{named}")
         rewritten.append(argument)
     return rewritten

@@ -5,6 +5,7 @@ dies each time its task runs named in the build's error with the folder of its o
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import socket
@@ -188,6 +189,64 @@ def test_a_ray_without_the_port_names_keeps_its_own_agents(
     assert "metrics_agent_port,metrics_export_port,dashboard_agent_listen_port" in rewritten[1]
     monkeypatch.delattr(_raylet, "RUNTIME_ENV_AGENT_PORT_NAME")
     assert bare_agent(command) == command
+
+
+def test_a_worker_command_in_a_form_not_known_is_left_as_ray_wrote_it() -> None:
+    """The raylet's workers start through pipeline/ray_worker.py, given Ray's own worker
+    script; a command that does not name that script once is left alone."""
+    import ray
+
+    from lemur_data.pipeline.local_ray import WORKER_OPTION, deferred_worker
+
+    script = os.path.join(os.path.dirname(ray.__file__), "_private", "workers",
+                          "default_worker.py")
+    command = ["raylet", f"{WORKER_OPTION}python setup_worker.py {script} --x=1 Z", "--y"]
+    rewritten = deferred_worker(command)
+    entry = os.path.join(REPO, "pipeline", "ray_worker.py")
+    assert rewritten[1] == f"{WORKER_OPTION}python setup_worker.py {entry} {script} --x=1 Z"
+    assert rewritten[::2] == command[::2]
+    twice = ["raylet", f"{WORKER_OPTION}python {script} {script} --x=1"]
+    assert deferred_worker(twice) == twice
+    assert deferred_worker(["raylet", f"{WORKER_OPTION}python other.py"])[1].endswith(
+        "python other.py")
+
+
+_DEFERRED_PROBE = """
+import json, os, sys
+import ray
+from lemur_data.pipeline import executor
+
+@ray.remote(num_cpus=1)
+def probe():
+    from lemur_data.pipeline.deferred_imports import DeferredModule
+    seen = {"argv0": os.path.basename(sys.argv[0]),
+            "deferred": [m for m in ("requests", "jsonschema")
+                         if isinstance(sys.modules.get(m), DeferredModule)],
+            "urllib3": "urllib3" in sys.modules}
+    import requests
+    seen["status"] = requests.codes.ok  # a use loads it whole
+    seen["urllib3_after_use"] = "urllib3" in sys.modules
+    return seen
+
+os.environ.pop("RAY_ADDRESS", None)
+executor.start(workers=1)
+executor.connect()
+print(json.dumps(ray.get(probe.remote())))
+executor.shutdown()
+"""
+
+
+def test_a_local_ray_worker_starts_without_what_ray_imports_and_a_build_never_uses(
+        ) -> None:
+    """The workers of a build's own Ray run Ray's worker script through
+    pipeline/ray_worker.py: `requests` and `jsonschema` are stand-ins until used."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", _DEFERRED_PROBE], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"argv0": "default_worker.py", "deferred": ["requests", "jsonschema"],
+                    "urllib3": False, "status": 200, "urllib3_after_use": True}, seen
 
 
 def test_the_module_that_starts_ray_imports_only_ray() -> None:
