@@ -150,7 +150,9 @@ def bare_agent(raylet_command: list[str]) -> list[str]:
     agent's path quoted, say), or a Ray that does not name the agents' port files as
     the stand-ins expect (`ray_agent.port_names`), is left as Ray wrote it: that agent
     is then Ray's own, slower to start but as correct."""
-    from .ray_agent import AGENT_MODULE, agent_scripts, port_names
+    import subprocess
+
+    from .ray_agent import AGENT_SCRIPT, agent_scripts, port_names
 
     ports = port_names()
     if ports is None:
@@ -162,7 +164,8 @@ def bare_agent(raylet_command: list[str]) -> list[str]:
             script = f" {scripts[kind]} "
             if argument.startswith(option) and argument.count(script) == 1:
                 argument = argument.replace(
-                    script, f" -m {AGENT_MODULE} {kind} {','.join(ports[kind])} ")
+                    script, f" -I -S {subprocess.list2cmdline([AGENT_SCRIPT])} {kind} "
+                            f"{','.join(ports[kind])} ")
         rewritten.append(argument)
     return rewritten
 

@@ -22,8 +22,8 @@ Each then waits until the raylet closes its stdin, the pipe Ray's own agents wat
 for the raylet's death (RAY_enable_pipe_based_agent_to_parent_health_check), or stops
 it with SIGTERM at shutdown.
 
-The raylet runs it as `python -m lemur_data.pipeline.ray_agent KIND PORTS <Ray's agent
-arguments>`, PORTS being the port files' names as the running Ray spells them
+The raylet runs it as `python -I -S <this file> KIND PORTS <Ray's agent arguments>`
+(AGENT_SCRIPT), PORTS being the port files' names as the running Ray spells them
 (`port_names`; a Ray without those names keeps its own agents); pipeline/local_ray.py
 rewrites the agent commands it is given. A port
 file is what `ray._raylet.persist_port` writes: `<session>/<name>_<node id>` holding
@@ -41,7 +41,14 @@ import stat
 import sys
 import time
 
-AGENT_MODULE = __spec__.name if __spec__ is not None else "lemur_data.pipeline.ray_agent"
+# Run by the raylet as `python -I -S <this file>`, not `-m lemur_data.pipeline.ray_agent`:
+# isolated and without `site` it starts in ~15 ms instead of ~70 (no .pth files, no
+# editable-install finder, no package __init__), and the raylet waits for both
+# agents' ports before it registers (measured on 2 cores during a build: 0.09-0.15 s
+# from their start to their ports). Isolated, the file's folder is not on the path
+# either, so a module here named like a standard one cannot shadow it. It imports
+# nothing but the standard library.
+AGENT_SCRIPT = os.path.abspath(__file__)
 KINDS = ("dashboard", "runtime_env")
 
 
@@ -81,7 +88,7 @@ def port_names() -> dict[str, list[str]] | None:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog=AGENT_MODULE)
+    parser = argparse.ArgumentParser(prog="ray_agent.py")
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("ports", help="the port files to write, comma-separated (port_names)")
     parser.add_argument("--node-id", required=True)

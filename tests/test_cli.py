@@ -230,7 +230,7 @@ def test_sigkill_leaves_no_ray_process_behind(tmp_path: Path) -> None:
         ray_processes = psutil.Process(driver.pid).children(recursive=True)
         titles = " ".join(_title(p) for p in ray_processes)
         # the raylet's agents (pipeline/ray_agent.py's stand-ins for Ray's two) are up
-        assert all(f"-u -m lemur_data.pipeline.ray_agent {kind} " in titles
+        assert all(f"/pipeline/ray_agent.py {kind} " in titles
                    for kind in ("dashboard", "runtime_env")), titles
         driver.kill()
         driver.wait()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lemur_data.pipeline.ray_agent import AGENT_MODULE
+from lemur_data.pipeline.ray_agent import AGENT_SCRIPT
 from tests.realdata import STDLIB
 from tests.test_cli import CLI, REPO, _in_session, _title
 
@@ -52,7 +52,7 @@ def _loopback(ip: str) -> bool:
 def _is_agent(title: str, kind: str = "") -> bool:
     """A process running pipeline/ray_agent.py (not the raylet, whose command names it)."""
     words = title.split()
-    return AGENT_MODULE in words[:4] and (not kind or kind in words[:5])
+    return AGENT_SCRIPT in words[:5] and (not kind or kind in words[:6])
 
 
 def _stop(driver: subprocess.Popen[bytes]) -> None:
@@ -91,7 +91,7 @@ def test_a_local_build_listens_on_loopback_only(tmp_path: Path) -> None:
         # the raylet's two agents are pipeline/ray_agent.py's stand-ins, which import
         # nothing of Ray
         agents = [t for t in titles if _is_agent(t)]
-        assert sorted(t.split(AGENT_MODULE)[1].split()[0] for t in agents) == \
+        assert sorted(t.split(AGENT_SCRIPT)[1].split()[0] for t in agents) == \
             ["dashboard", "runtime_env"], titles
         assert not any("ray::DashboardAgent" in t or "ray::RuntimeEnvAgent" in t
                        for t in titles), titles
@@ -185,7 +185,8 @@ def test_a_ray_without_the_port_names_keeps_its_own_agents(
     command = ["raylet", f"--dashboard_agent_command=python {scripts['dashboard']} --x=1",
                f"--runtime_env_agent_command=python {scripts['runtime_env']} --y=2"]
     rewritten = bare_agent(command)
-    assert f"-m {AGENT_MODULE} runtime_env runtime_env_agent_port " in rewritten[2]
+    # isolated, without site: ray_agent.py imports only the standard library
+    assert f" -I -S {AGENT_SCRIPT} runtime_env runtime_env_agent_port " in rewritten[2]
     assert "metrics_agent_port,metrics_export_port,dashboard_agent_listen_port" in rewritten[1]
     monkeypatch.delattr(_raylet, "RUNTIME_ENV_AGENT_PORT_NAME")
     assert bare_agent(command) == command
