@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -348,17 +349,27 @@ def test_the_report_shows_examples_of_every_reason(demo_sample: Path) -> None:
 
 def test_inspect_piped_into_a_reader_that_stops_ends_quietly(demo_sample: Path) -> None:
     """`lemur-data inspect ... | head -1`: the reader closes the pipe after one line; the
-    command stops with the shell's SIGPIPE status, and no traceback. (-n 100 prints far
-    more than a pipe holds, so the command is still writing when the pipe closes.)"""
+    command stops with the shell's SIGPIPE status, and no traceback.
+
+    The pipe holds one page (F_SETPIPE_SZ) and the line is read a byte at a time, as
+    `head` reads no further than it needs: -n 100 prints ~69 KB, so the command is
+    surely still writing when the pipe closes. With a 64 KB pipe and a buffered
+    readline (8 KB), whether it was depended on timing: it once exited 0 under load."""
+    import fcntl
     import subprocess
     import sys
 
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
     process = subprocess.Popen([sys.executable, "-m", "lemur_data.pipeline.cli", "inspect",
                                 "--run-dir", str(demo_sample), "-n", "100"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
-    first = process.stdout.readline()
-    process.stdout.close()  # as `head -1` does once it has its line
+                               stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    assert process.stderr is not None
+    first = b""
+    while not first.endswith(b"\n") and (byte := os.read(read_end, 1)):
+        first += byte
+    os.close(read_end)  # as `head -1` does once it has its line
     error = process.stderr.read().decode()
     assert process.wait(timeout=120) == 141, error
     assert first.strip() and "Traceback" not in error and "BrokenPipe" not in error, error
