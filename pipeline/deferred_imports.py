@@ -46,7 +46,8 @@ _lock = threading.Lock()  # one import, should two threads use a module at once
 
 class DeferredModule(types.ModuleType):
     """In `sys.modules` for a module not imported yet; imports it on the first read of
-    an attribute it lacks (it has only `__name__` and `__spec__`), then forwards."""
+    an attribute it lacks (it has only a new module's `__name__`, `__doc__` (None) and
+    the like, and `__spec__`), then forwards."""
 
     def __getattr__(self, attribute: str) -> object:
         return getattr(self.loaded(), attribute)
