@@ -40,6 +40,9 @@ __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_
 # `git log | head`.
 EXIT_BROKEN_PIPE = 141
 
+# `run`, not a test's `main`: the process ends once the command is done
+_ending = False
+
 
 def run() -> NoReturn:
     """The `lemur-data` command (and `python -m lemur_data.pipeline.cli`): `main`, then
@@ -47,6 +50,8 @@ def run() -> NoReturn:
 
     Output piped to a reader that stops early (`lemur-data inspect ... | head`) ends the
     command quietly, as Unix tools do, not with a BrokenPipeError traceback."""
+    global _ending
+    _ending = True  # Ray's connection may die with the process (executor.shutdown)
     defer()  # what Ray imports and no command uses, loaded on first use
     heap.hold()  # a build settles it once imported (pipeline/heap.py)
     try:
@@ -226,7 +231,7 @@ def _build(manifest: Manifest, run_dir: str, args: argparse.Namespace, console: 
 def _stop_ray() -> None:
     from .executor import shutdown
 
-    shutdown()
+    shutdown(ending=_ending)
 
 
 if __name__ == "__main__":
