@@ -102,6 +102,7 @@ def shutdown(ending: bool = False) -> None:
         return
     if ending and _own_ray:
         _stop_own_ray()
+        _end_starters()
     else:
         leave()
 
@@ -125,13 +126,18 @@ def _stop_own_ray() -> None:
         node.destroy_external_storage()
         node.kill_all_processes(check_alive=False, allow_graceful=True)
     atexit.unregister(worker.shutdown)
-    while _started:
-        _started.pop().release.set()
 
 
 def leave() -> None:
     """`shutdown`, also in a resident driver (as it exits)."""
     ray.shutdown()
+    _end_starters()
+
+
+def _end_starters() -> None:
+    """Ray has stopped: the threads that started a local one end (see `start`)."""
+    global _own_ray
+    _own_ray = False
     while _started:
         _started.pop().release.set()
 

@@ -161,8 +161,7 @@ def bare_agent(raylet_command: list[str]) -> list[str]:
     rewritten = []
     for argument in raylet_command:
         for option, kind in AGENT_OPTIONS.items():
-            script = f" {scripts[kind]} "
-            if argument.startswith(option) and argument.count(script) == 1:
+            if (script := _named_once(argument, option, scripts[kind])) is not None:
                 argument = argument.replace(
                     script, f" -I -S {subprocess.list2cmdline([AGENT_SCRIPT])} {kind} "
                             f"{','.join(ports[kind])} ")
@@ -187,13 +186,21 @@ def deferred_worker(raylet_command: list[str]) -> list[str]:
     script = os.path.join(os.path.dirname(os.path.abspath(ray.__file__)), "_private",
                           "workers", "default_worker.py")
     quoted = subprocess.list2cmdline([script])
-    named = f" {quoted} "
     entry = subprocess.list2cmdline([os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "ray_worker.py")])
     rewritten = []
     for argument in raylet_command:
-        if (argument.startswith(WORKER_OPTION) and argument.count(quoted) == 1
-                and named in argument):
+        if (named := _named_once(argument, WORKER_OPTION, quoted)) is not None:
             argument = argument.replace(named, f" {entry}{named}")
         rewritten.append(argument)
     return rewritten
+
+
+def _named_once(argument: str, option: str, path: str) -> str | None:
+    """` <path> `, when `argument` is the raylet's `option` (a command it runs) and names
+    `path` once, between spaces; else None. Counted whole, not with its spaces: two
+    adjacent copies share the space between them, and `str.count` would see one."""
+    named = f" {path} "
+    if argument.startswith(option) and argument.count(path) == 1 and named in argument:
+        return named
+    return None

@@ -188,6 +188,9 @@ def test_a_ray_without_the_port_names_keeps_its_own_agents(
     # isolated, without site: ray_agent.py imports only the standard library
     assert f" -I -S {AGENT_SCRIPT} runtime_env runtime_env_agent_port " in rewritten[2]
     assert "metrics_agent_port,metrics_export_port,dashboard_agent_listen_port" in rewritten[1]
+    twice = ["raylet", f"--dashboard_agent_command=python {scripts['dashboard']} "
+                       f"{scripts['dashboard']} --x=1"]
+    assert bare_agent(twice) == twice  # not named once: Ray's own agent
     monkeypatch.delattr(_raylet, "RUNTIME_ENV_AGENT_PORT_NAME")
     assert bare_agent(command) == command
 
