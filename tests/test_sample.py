@@ -87,6 +87,10 @@ def test_n_documents_per_source_are_shared_out_over_the_units() -> None:
     picked = unit.keep(ids).column("id").to_pylist()
     assert len(picked) == 10 and picked == sorted(picked)  # rows keep their order
     assert picked == unit.keep(ids.take(list(range(99, -1, -1)))).column("id").to_pylist()[::-1]
+    for share, rows in ((0.1, 100), (0.1, 12), (0.1, 3), (0.25, 10)):
+        part = SampledUnit("x", 0, {}, docs_hint=rows, share=share, seed=3)
+        kept = part.keep(ids.slice(0, rows)).num_rows
+        assert kept == max(1, int(share * rows + 0.5)), (share, rows, kept)  # >= 1 a unit
 
 
 def test_plan_says_what_a_sample_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -114,6 +118,7 @@ def test_demo_sample_is_the_same_for_any_worker_count_and_says_so(
         if listed_docs >= 100:  # a source of a few documents samples a few documents
             assert 0.04 < seen["bytes"] / listed < 0.25, (source.name, seen, listed)
             assert 0.04 < seen["docs"] / listed_docs < 0.25, (source.name, seen, listed_docs)
+        assert seen["docs"] >= 1, source.name  # but at least one (the notebooks: 12)
     assert stats["sample"]["note"] == "a sample: not for training"
     assert "A sample: not for training." in (demo_sample / "README.md").read_text()
     assert "A sample: not for training." in (demo_sample / "report.html").read_text()
