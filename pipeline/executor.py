@@ -224,6 +224,10 @@ def _not_main_thread_warning(record: logging.LogRecord) -> bool:
     return "SIGTERM handler is not set" not in record.getMessage()
 
 
+def _not_token_auth_notice(record: logging.LogRecord) -> bool:
+    return "Token authentication is enabled" not in record.getMessage()
+
+
 def _init_options(log_to_driver: bool = True) -> dict[str, Any]:
     return {"logging_level": logging.WARNING, "log_to_driver": log_to_driver}
 
@@ -251,6 +255,12 @@ def _start_local(workers: int | None) -> None:
     # warm-up task (`_warm_up`) starts the same worker: A/B, 8 pairs, fixed cost median
     # 4.66 -> 4.46 s on a loaded 2-core machine.
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+    # Ray 2.60 turns token authentication on for a new local instance where
+    # RAY_AUTH_MODE is unset (the token in ~/.ray/auth_token, made once), and then warns
+    # on every build's stderr that it did. Kept on, without the warning: the mode cannot
+    # be asked for by name from here, as Ray read its config when it was imported.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+        _not_token_auth_notice)
     # Ray's agents would outlive a SIGKILLed driver by a minute (see ray_reaper): what
     # ray.init starts from here on is stopped when this process is gone, also when it
     # is killed while ray.init runs.

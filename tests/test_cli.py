@@ -159,6 +159,7 @@ def test_sigkill_mid_run_then_resume_is_byte_identical(tmp_path: Path) -> None:
 
     clean = cli(*args, "--run-dir", str(tmp_path / "clean"))
     assert clean.returncode == 0, clean.stderr
+    assert "WARNING" not in clean.stderr, clean.stderr  # e.g. Ray's token-auth notice
 
     killed_dir = tmp_path / "killed"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
