@@ -8,7 +8,7 @@ starts the first worker; on 2 cores the raylet waited ~0.9 s for them (load ~1),
 at load ~9.
 
 A build's local Ray uses neither agent: it has no dashboard and no metrics
-(executor._start_local), and no task asks for a runtime environment (the workers
+(local_ray.start), and no task asks for a runtime environment (the workers
 inherit the driver's, pipeline/worker_env.py), so the raylet never calls the
 runtime-env agent. Here each is a stand-in that imports nothing of Ray:
 

@@ -12,7 +12,7 @@
   once a process has made more than 8 arenas (a Ray worker has 16 before its first
   task: ~20 threads) the limit is fixed, and mallopt cannot lower it.
 
-A local Ray's workers inherit both from the driver (executor._start_local). A cluster's
+A local Ray's workers inherit both from the driver (local_ray.start). A cluster's
 workers were started by `ray start` in an environment of their own; asking Ray for the
 variables (a task's `runtime_env`) made it start new workers through its runtime-env
 agent, 0.4-0.8 s per build. So a worker sets the Arrow pool itself as it loads the
