@@ -165,6 +165,8 @@ def test_explain_follows_one_document_through_every_stage(
 
     code, _, err = _run(capsys, "explain", "--run-dir", str(demo_sample), "no/such/file.py")
     assert code == 2 and "is no document of" in err
+    stats = json.loads((demo_sample / "stats.json").read_text())
+    assert f"{stats['input']['docs']:,} documents were read" in err  # read, not made
 
 
 _IMPORTS_PROBE = """

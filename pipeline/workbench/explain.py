@@ -76,10 +76,12 @@ def explain(run: RunFolder, key: str) -> list[Explanation]:
     fates = run.find(key)
     if not fates:
         sources = ", ".join(s["name"] for s in run.manifest["manifest"]["sources"])
+        # the run's input, as stats.json counts it (fates also hold what stages made)
+        read = (run.stats.get("input") or {}).get("docs")
+        read_note = f"{read:,} documents were read; " if isinstance(read, int) else ""
         raise UnknownDocumentError(
             f"{key!r} is no document of {run.run_dir}: no source of the run ({sources}) "
-            f"lists it as an id or a path ({run.fates.num_rows:,} documents were read; "
-            "a sampled run read only its sample)")
+            f"lists it as an id or a path ({read_note}a sampled run read only its sample)")
     return [_one(run, fate) for fate in fates]
 
 
