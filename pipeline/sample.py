@@ -82,12 +82,17 @@ class SampledUnit(InputUnit):
         if table.num_rows == 0 or (self.share >= 1.0 and self.quota < 0):
             return table
         scores = row_scores(table.column("id").to_pylist(), self.seed)
-        wanted = self.quota if self.quota >= 0 else \
-            max(1, math.floor(self.share * len(scores) + 0.5))
+        order = sorted(range(len(scores)), key=lambda i: (scores[i], i))
         mask = [False] * len(scores)
-        for i in sorted(range(len(scores)), key=lambda i: (scores[i], i))[:wanted]:
+        for i in order[:self.wanted(len(scores))]:
             mask[i] = True
         return table.filter(pa.array(mask, pa.bool_()))
+
+    def wanted(self, rows: int) -> int:
+        """How many of `rows` rows the sample keeps."""
+        if self.quota >= 0:
+            return min(self.quota, rows)
+        return min(rows, max(1, math.floor(self.share * rows + 0.5))) if rows else 0
 
 
 def row_scores(ids: list[str], seed: int) -> list[float]:
@@ -195,4 +200,4 @@ def scaled(unit: SampledUnit) -> tuple[int, int]:
     if unit.quota >= 0:
         share = unit.quota / max(unit.docs_hint, 1)
         return unit.quota, int(unit.bytes_hint * min(share, 1.0))
-    return int(unit.docs_hint * unit.share), int(unit.bytes_hint * unit.share)
+    return unit.wanted(unit.docs_hint), int(unit.bytes_hint * unit.share)
