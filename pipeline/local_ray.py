@@ -54,6 +54,9 @@ from .worker_env import WORKER_ENV
 
 # Ray reads it in every process it starts (inherited from the driver's environment).
 LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# Where Ray 2.60 makes the token of a new local instance (its token authentication,
+# on by default), when the user has none.
+TOKEN_PATH = "~/.ray/auth_token"
 
 
 def start(workers: int | None, **init_options: Any) -> None:
@@ -92,6 +95,8 @@ def start(workers: int | None, **init_options: Any) -> None:
     # ray.init starts from here on is stopped when this process is gone, also when it
     # is killed while ray.init runs.
     ray_reaper.start()
+    token = os.path.expanduser(TOKEN_PATH)
+    made_here = not os.path.exists(token)
     # address="local": a new instance, also when a `ray start` on this machine left its
     # address in /tmp/ray/ray_current_cluster (ray.init would join that one instead,
     # refusing num_cpus: a build without --ray-address failed while one ran).
@@ -99,6 +104,10 @@ def start(workers: int | None, **init_options: Any) -> None:
         ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **init_options)
     ray_reaper.started()
+    if made_here and os.path.exists(token):
+        # Ray wrote it with this process's umask (0644 as a rule): any user of the
+        # machine could read it and run code as this one through the loopback ports.
+        os.chmod(token, 0o600)
 
 
 def stop() -> None:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -342,3 +343,26 @@ def test_a_task_whose_worker_dies_fails_the_build_naming_its_logs(tmp_path: Path
         assert logs.name == "logs" and list(logs.glob("worker-*.err")), line
     finally:
         _stop(driver)
+
+
+def test_the_token_ray_makes_for_a_local_instance_is_the_users_alone(tmp_path: Path) -> None:
+    """Ray 2.60 turns on token authentication for a new local instance and, where the
+    user has no token, writes one to ~/.ray/auth_token with the process's umask (0644):
+    a build leaves it readable by its user only. A token the user had is left alone."""
+    probe = ("import os\n"
+             "from lemur_data.pipeline import executor\n"
+             "executor.start(workers=1)\n"
+             "executor.connect()\n"
+             "executor.shutdown()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    env["HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    token = tmp_path / ".ray" / "auth_token"
+    assert token.stat().st_size > 0 and stat.S_IMODE(token.stat().st_mode) == 0o600
+    token.chmod(0o640)  # the user's own choice, kept
+    again = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert stat.S_IMODE(token.stat().st_mode) == 0o640
