@@ -250,14 +250,17 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     units = list_units(manifest, full=True)
     more = Continuations(manifest, units)
     sampled = None
+    written = manifest  # the run folder's record and fingerprint
     if manifest.sample is not None:
-        from .sample import describe, sample_units
+        from .sample import describe, for_sample, sample_units, token_share
 
-        chosen = sample_units(units, manifest.sample, manifest.seed)
-        sampled = describe(units, chosen, manifest.sample)
+        value = manifest.sample
+        chosen = sample_units(units, value, manifest.seed)
+        manifest = for_sample(manifest, token_share(units, chosen, value))
+        sampled = describe(units, chosen, value, manifest)
         units = chosen
     plan = None if budgeted else plan_run(manifest, run_dir, units)
-    prepare_run_dir(manifest, run_dir, units, relist)
+    prepare_run_dir(written, run_dir, units, relist)
     connect(ray_address, workers)
     # The report's imports (the Hub's card class, every stage's hooks: ~0.5-1 s) while
     # the tasks run and this process waits for them, rather than after the last one.
@@ -273,7 +276,7 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
         plan, read = _budgeted(manifest, run_dir, units, runner, more)
     if after_tasks is not None:
         after_tasks()
-    stats = run_stats(manifest, plan, run_dir, runner.rows, runner.order,
+    stats = run_stats(written, plan, run_dir, runner.rows, runner.order,
                       runner.global_summaries, runner.shard_profiles)
     if read is not None:
         stats["read"] = read

@@ -53,7 +53,7 @@ def plan_command(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
                   f"{len(units[source.name]):>6} shards  ~{docs:,} docs  ~{size / 1e6:,.1f} MB",
                   highlight=False)
     if manifest.sample is not None:
-        units = plan_sample(manifest, units, by_kind, by_source, out)
+        units, manifest = plan_sample(manifest, units, by_kind, by_source, out)
     from ..stages.dedup_index.format import IndexedRunError
     from .estimate import earlier_reads
 
@@ -119,10 +119,11 @@ def plan_command(manifest: Manifest, run_dir: str, cores_per_node: int) -> int:
 
 
 def plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, int],
-                 by_source: dict[str, int], out: Console) -> dict[str, list]:
-    """`plan` of a sampled run: what the sample reads of each source; the estimates that
-    follow are for the sample (`by_kind`, `by_source` are updated in place)."""
-    from .sample import SampledUnit, sample_units, scaled
+                 by_source: dict[str, int], out: Console) -> tuple[dict[str, list], Manifest]:
+    """`plan` of a sampled run: what the sample reads of each source, and the manifest
+    it plans with (its mixture scaled to the sample); the estimates that follow are for
+    the sample (`by_kind`, `by_source` are updated in place)."""
+    from .sample import SampledUnit, for_sample, sample_units, scaled, token_share
 
     assert manifest.sample is not None
     sampled = sample_units(units, manifest.sample, manifest.seed)
@@ -130,6 +131,18 @@ def plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, i
               "reads:", highlight=False)
     by_kind.update(code=0, text=0)
     for source in manifest.sources:
+        if not units.get(source.name):  # its size_hint, if any, stands for the source
+            hinted = by_source.get(source.name, 0)
+            if isinstance(manifest.sample, float):
+                by_source[source.name] = int(hinted * manifest.sample)
+                guess = f"estimated as {manifest.sample:.1%} of its size_hint"
+            else:
+                by_source[source.name] = 0
+                guess = "not in the estimate"
+            by_kind[source.kind] += by_source[source.name]
+            out.print(f"  {source.name:<24} not listed, so not known yet ({guess})",
+                      highlight=False)
+            continue
         taken = [u for u in sampled.get(source.name, []) if isinstance(u, SampledUnit)]
         docs = sum(scaled(u)[0] for u in taken)
         size = sum(scaled(u)[1] for u in taken)
@@ -137,7 +150,10 @@ def plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, i
                 else "the rows of lowest seeded hash")
         out.print(f"  {source.name:<24} {len(taken):>4} of {len(units.get(source.name, [])):>4} "
                   f"units, {rows}: ~{docs:,} docs  ~{size / 1e6:,.1f} MB", highlight=False)
-        if units.get(source.name):
-            by_source[source.name] = size
-        by_kind[source.kind] += by_source.get(source.name, 0)
-    return sampled
+        by_source[source.name] = size
+        by_kind[source.kind] += size
+    planned = for_sample(manifest, token_share(units, sampled, manifest.sample))
+    if planned.mixture is not None and manifest.mixture is not None:
+        out.print(f"  mixture: {planned.mixture.total_tokens:,.0f} tokens, the sample's share "
+                  f"of total_tokens {manifest.mixture.total_tokens:,.0f}", highlight=False)
+    return sampled, planned

@@ -14,19 +14,23 @@ Everything derives from the seed, the listing and the document ids, never from t
 number of workers, so the same sample comes back on any cluster. Rows left out were
 never read as far as the run is concerned: they are not counted as removed. The
 sample is part of the manifest's fingerprint, so a sampled run's folder cannot be
-resumed into by a full build, nor the other way round.
+resumed into by a full build, nor the other way round. Its mixture packs the share of
+`total_tokens` that the sample reads of the corpus (`for_sample`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import xxhash
 
 from ..stages.readers.common import InputUnit
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
 
 SampleValue = float | int
 """A fraction (0 < F < 1) of each source's bytes, or N (an integer >= 1) documents per
@@ -177,8 +181,33 @@ def sample_filter(table: pa.Table, unit: InputUnit) -> pa.Table:
     return unit.keep(table) if isinstance(unit, SampledUnit) else table
 
 
+def token_share(units: dict[str, list[InputUnit]], sampled: dict[str, list[InputUnit]],
+                value: SampleValue) -> float:
+    """The share of the corpus a sample reads, by which its mixture is scaled
+    (`for_sample`): F, or the documents N per source comes to over all those listed."""
+    if isinstance(value, float):
+        return value
+    listed = sum(max(u.docs_hint, 1) for us in units.values() for u in us)
+    taken = sum(max(u.quota, 0) for us in sampled.values() for u in us
+                if isinstance(u, SampledUnit))
+    return min(1.0, taken / listed) if listed else 1.0
+
+
+def for_sample(manifest: Manifest, share: float) -> Manifest:
+    """The manifest a sampled run plans with: its mixture's `total_tokens` times
+    `share`, so that the sample packs each component for about the epochs the full run
+    would, rather than the full run's tokens out of a sample (the Lemur manifest's 90B
+    tokens from a 0.1% sample: 180 GB of shards, each document repeated ~1,000 times).
+    The run's fingerprint, manifest.json and stats.json keep the manifest as written."""
+    if manifest.mixture is None or share >= 1.0:
+        return manifest
+    mixture = manifest.mixture.model_copy(
+        update={"total_tokens": manifest.mixture.total_tokens * share})
+    return manifest.model_copy(update={"mixture": mixture})
+
+
 def describe(units: dict[str, list[InputUnit]], sampled: dict[str, list[InputUnit]],
-             value: SampleValue) -> dict[str, Any]:
+             value: SampleValue, planned: Manifest | None = None) -> dict[str, Any]:
     """stats.json's `sample`: what the sample read of each source, as planned."""
     by_source = {}
     for name, all_units in units.items():
@@ -191,8 +220,11 @@ def describe(units: dict[str, list[InputUnit]], sampled: dict[str, list[InputUni
         else:
             entry["docs"] = sum(max(u.quota, 0) for u in taken)
         by_source[name] = entry
-    return {"value": value, "kind": "fraction" if isinstance(value, float) else "documents",
-            "note": "a sample: not for training", "by_source": by_source}
+    out = {"value": value, "kind": "fraction" if isinstance(value, float) else "documents",
+           "note": "a sample: not for training", "by_source": by_source}
+    if planned is not None and planned.mixture is not None:
+        out["mixture_total_tokens"] = planned.mixture.total_tokens  # see for_sample
+    return out
 
 
 def scaled(unit: SampledUnit) -> tuple[int, int]:

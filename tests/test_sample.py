@@ -120,6 +120,16 @@ def test_demo_sample_is_the_same_for_any_worker_count_and_says_so(
             assert 0.04 < seen["docs"] / listed_docs < 0.25, (source.name, seen, listed_docs)
         assert seen["docs"] >= 1, source.name  # but at least one (the notebooks: 12)
     assert stats["sample"]["note"] == "a sample: not for training"
+    # the mix packs the sample's share of total_tokens (each component to the token)
+    sampled = demo_manifest()
+    assert sampled.mixture is not None and isinstance(sampled.sample, float)
+    share = sampled.mixture.total_tokens * sampled.sample
+    assert stats["sample"]["mixture_total_tokens"] == pytest.approx(share)
+    shards = json.loads((demo_sample / "megatron" / "summary.json").read_text())["shards"]
+    assert abs(sum(s["tokens"] for s in shards) - share) <= len(shards), shards
+    train = (demo_sample / "launch" / "train.sh").read_text()
+    assert f"ceil({round(share)} tokens" in train  # training, were it run, reads those
+    assert f"Its mixture packed {round(share):,} tokens" in (demo_sample / "README.md").read_text()
     assert "A sample: not for training." in (demo_sample / "README.md").read_text()
     assert "A sample: not for training." in (demo_sample / "report.html").read_text()
 

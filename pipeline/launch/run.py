@@ -42,8 +42,14 @@ class Prepared:
 
 
 def token_budget(manifest: Manifest, run_dir: str) -> float:
-    """The mixture's total_tokens; without a mixture, the tokens the pack stage wrote."""
+    """The mixture's total_tokens (a sample's share of it: pipeline/sample.for_sample);
+    without a mixture, the tokens the pack stage wrote."""
     if manifest.mixture is not None:
+        stats = storage.join(run_dir, "stats.json")
+        if manifest.sample is not None and storage.exists(stats):
+            scaled = (storage.read_json(stats).get("sample") or {}).get("mixture_total_tokens")
+            if scaled:
+                return float(scaled)
         return manifest.mixture.total_tokens
     summary = storage.join(run_dir, "megatron", "summary.json")
     if storage.exists(summary):

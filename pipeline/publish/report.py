@@ -239,8 +239,11 @@ def sample_note(sample: dict[str, Any]) -> str:
     """The warning a sampled run's card and report open with."""
     what = (f"{sample['value']:.0%} of each source's bytes" if sample["kind"] == "fraction"
             else f"{sample['value']:,} documents per source")
+    mix = (f" Its mixture packed {sample['mixture_total_tokens']:,.0f} tokens, the sample's "
+           "share of the manifest's total_tokens." if sample.get("mixture_total_tokens")
+           else "")
     return (f"**A sample: not for training.** This run read a seeded sample ({what}) to "
-            "tune the manifest; its counts describe the sample, not the corpus.")
+            f"tune the manifest; its counts describe the sample, not the corpus.{mix}")
 
 
 def _sample_banner(stats: dict[str, Any]) -> str:
