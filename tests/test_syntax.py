@@ -386,6 +386,28 @@ def test_c_file_cut_inside_a_comment_or_string_is_unbalanced() -> None:
         assert syntax_balance.lexical_imbalance(language, closed) == 0, language
 
 
+def test_cpp_raw_strings_hide_their_brackets() -> None:
+    """pyarrow's json/test_common.h (valid C++, in every pyarrow wheel) writes JSON in raw
+    strings, `R"({")"`: read as plain strings, 31 brackets were unbalanced and the demo
+    removed it. Raw strings are hidden now; a bracket dropped from the code still counts,
+    and so does a raw string the file's end cuts. In C, `R"(` is a name and a string."""
+    import pyarrow
+
+    header = (Path(pyarrow.get_include()) / "arrow" / "json" / "test_common.h").read_bytes()
+    assert header.count(b'R"(') >= 4
+    checker = syntax_check.Checker("C++")
+    assert checker.check_file(header).unbalanced == 0
+    at = header.index(b"{", header.index(b"namespace"))
+    assert checker.check_file(header[:at] + header[at + 1:]).unbalanced == 1
+    raw = header.index(b'R"(')
+    assert syntax_balance.lexical_imbalance("C++", header[:raw + 6]) >= 1  # cut inside it
+    for text, cpp, c in ((b'auto a = R"({")";\n', 0, 2), (b'auto a = u8R"x(})x" ")x";\n', 0, 0),
+                         (b'auto b = LR"()";\n', 0, 0),
+                         (b'x = FOOR"(";\n', 0, 0)):  # FOOR: a name, then a plain string
+        assert syntax_balance.lexical_imbalance("C++", text) == cpp, text
+        assert syntax_balance.lexical_imbalance("C", text) == c, text
+
+
 def _package(name: str) -> Path:
     """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
     from tests.fixtures import fixture
