@@ -408,6 +408,22 @@ def test_cpp_raw_strings_hide_their_brackets() -> None:
         assert syntax_balance.lexical_imbalance("C", text) == c, text
 
 
+def test_digit_separators_are_numbers_not_char_literals() -> None:
+    """libstdc++'s simd_x86.h writes `0xffe0'0000'0000'0000ull` (C++14 and C23 digit
+    separators): its quotes were read as char literals running to the line end, 53
+    brackets unbalanced. A number is one token now; a bracket dropped still counts, and
+    `u8'a'` is still a char literal."""
+    header = (fixture("libstdc++-12-dev") / "usr" / "include" / "c++" / "12" / "experimental"
+              / "bits" / "simd_x86.h").read_bytes()
+    assert b"0xffe0'0000'0000'0000ull" in header
+    for language in ("C", "C++"):
+        assert syntax_balance.lexical_imbalance(language, header) == 0, language
+    at = header.index(b")", header.index(b"0x3f80'0000"))  # in code, not a comment
+    assert syntax_balance.lexical_imbalance("C++", header[:at] + header[at + 1:]) >= 1
+    assert syntax_balance.lexical_imbalance("C++", b"char c = u8'(';\nint n = 1'000;\n") == 0
+    assert syntax_balance.lexical_imbalance("C++", b"char c = u8'(';\nint n = 1'000;(\n") == 1
+
+
 def _package(name: str) -> Path:
     """A Debian package of tests/fixtures/fetch.py, unpacked as under `/`."""
     from tests.fixtures import fixture
