@@ -201,8 +201,8 @@ def for_sample(manifest: Manifest, share: float) -> Manifest:
     The run's fingerprint, manifest.json and stats.json keep the manifest as written."""
     if manifest.mixture is None or share >= 1.0:
         return manifest
-    mixture = manifest.mixture.model_copy(
-        update={"total_tokens": manifest.mixture.total_tokens * share})
+    tokens = max(1.0, float(round(manifest.mixture.total_tokens * share)))  # whole tokens
+    mixture = manifest.mixture.model_copy(update={"total_tokens": tokens})
     return manifest.model_copy(update={"mixture": mixture})
 
 
