@@ -195,8 +195,9 @@ def token_share(units: dict[str, list[InputUnit]], sampled: dict[str, list[Input
 
 def for_sample(manifest: Manifest, share: float) -> Manifest:
     """The manifest a sampled run plans with: its mixture's `total_tokens` times
-    `share`, so that the sample packs each component for about the epochs the full run
-    would, rather than the full run's tokens out of a sample (the Lemur manifest's 90B
+    `share`, so that the sample packs about the epochs the full run would (as far as the
+    units drawn are like their source's others), rather than the full run's tokens out
+    of a sample (the Lemur manifest's 90B
     tokens from a 0.1% sample: 180 GB of shards, each document repeated ~1,000 times).
     The run's fingerprint, manifest.json and stats.json keep the manifest as written."""
     if manifest.mixture is None or share >= 1.0:
