@@ -280,6 +280,20 @@ def test_plan_estimates_the_full_recipe_offline() -> None:
     every = next(line for line in out.splitlines() if "with read: all" in line)
     assert float(every.split("): ")[1].split()[0].replace(",", "")) > 5 * hours
 
+    # a 0.1% sample of it: each unlisted source at 0.1% of its size_hint, and a mix of
+    # 0.1% of total_tokens (not 90B tokens, 180 GB of shards, out of the sample)
+    sampled = subprocess.run([*CLI, "plan", "--manifest", "manifests/lemur-90b.yaml",
+                              "--sample", "0.001"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert sampled.returncode == 0, sampled.stderr
+    assert "stack-python             not listed, so not known yet (estimated as 0.1% of its " \
+           "size_hint)" in sampled.stdout
+    tokens = float(recipe['mixture']['total_tokens']) * 0.001  # YAML reads 90e9 as text
+    assert f"mixture: {tokens:,.0f} tokens" in sampled.stdout
+    mix = next(line.split() for line in sampled.stdout.splitlines()
+               if line.startswith("  mix "))
+    assert float(mix[3]) < 1  # disk GB: the full recipe's mix writes ~180
+
 
 def test_bad_command_lines_get_messages_not_tracebacks(tmp_path: Path) -> None:
     demo = "manifests/demo.yaml"
