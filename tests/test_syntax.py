@@ -401,6 +401,7 @@ def test_cpp_raw_strings_hide_their_brackets() -> None:
     assert checker.check_file(header[:at] + header[at + 1:]).unbalanced == 1
     raw = header.index(b'R"(')
     assert syntax_balance.lexical_imbalance("C++", header[:raw + 6]) >= 1  # cut inside it
+    assert syntax_balance.lexical_imbalance("C++", b'auto a = u8R"x(cut\n') == 1  # prefixed
     for text, cpp, c in ((b'auto a = R"({")";\n', 0, 2), (b'auto a = u8R"x(})x" ")x";\n', 0, 0),
                          (b'auto b = LR"()";\n', 0, 0),
                          (b'x = FOOR"(";\n', 0, 0)):  # FOOR: a name, then a plain string

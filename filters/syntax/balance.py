@@ -40,6 +40,7 @@ _C_HIDING = re.compile(rb"/\*[^*]*(?:\*+[^/*][^*]*)*(?:\*+/|\Z)"
 _RAW_STRING = rb'(?<![A-Za-z0-9_])(?:u8|[uUL])?R"([^()\\ \t\n"]{0,16})\(.*?(?:\)\1"|\Z)'
 _SEPARATED_NUMBER = rb"\b[0-9][0-9A-Za-z_.]*(?:'[0-9A-Za-z_.]+)+"
 _HAS_SEPARATOR = re.compile(rb"'[0-9A-Fa-f]{3}")
+_RAW_OPENER = re.compile(rb'(?:u8|[uUL])?R"([^(]*)\(')  # and its delimiter
 
 
 @functools.cache
@@ -107,9 +108,8 @@ def _open_at_end(hiding: re.Pattern[bytes], data: bytes, visible: bytes) -> int:
     if last is None or data[last.end():].strip():
         return 0
     span = last.group()
-    if span[:1] in b"uULR" and b'"' in span[:3]:  # a C++ raw string: `)delim"` closes it
-        delim = span[span.index(b'"') + 1:span.index(b"(")]
-        return int(len(span) < len(delim) * 2 + 5 or not span.endswith(b")" + delim + b'"'))
+    if raw := _RAW_OPENER.match(span):  # a C++ raw string: `)delim"` closes it
+        return int(not span.endswith(b")" + raw.group(1) + b'"'))
     if span[:2] == b"/*":
         return int(len(span) < 4 or span[-2:] != b"*/")
     if span[:3] == b"<<<":  # PHP: a heredoc opener whose body never closed
