@@ -252,11 +252,11 @@ def build(manifest: Manifest, run_dir: str, ray_address: str | None = None,
     sampled = None
     written = manifest  # the run folder's record and fingerprint
     if manifest.sample is not None:
-        from .sample import describe, for_sample, sample_units, token_share
+        from .sample import describe, for_sample, sample_units
 
         value = manifest.sample
         chosen = sample_units(units, value, manifest.seed)
-        manifest = for_sample(manifest, token_share(units, chosen, value))
+        manifest = for_sample(manifest, units, chosen)
         sampled = describe(units, chosen, value, manifest)
         units = chosen
     plan = None if budgeted else plan_run(manifest, run_dir, units)

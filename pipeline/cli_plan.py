@@ -123,7 +123,7 @@ def plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, i
     """`plan` of a sampled run: what the sample reads of each source, and the manifest
     it plans with (its mixture scaled to the sample); the estimates that follow are for
     the sample (`by_kind`, `by_source` are updated in place)."""
-    from .sample import SampledUnit, for_sample, sample_units, scaled, token_share
+    from .sample import SampledUnit, for_sample, sample_units, scaled
 
     assert manifest.sample is not None
     sampled = sample_units(units, manifest.sample, manifest.seed)
@@ -152,7 +152,7 @@ def plan_sample(manifest: Manifest, units: dict[str, list], by_kind: dict[str, i
                   f"units, {rows}: ~{docs:,} docs  ~{size / 1e6:,.1f} MB", highlight=False)
         by_source[source.name] = size
         by_kind[source.kind] += size
-    planned = for_sample(manifest, token_share(units, sampled, manifest.sample))
+    planned = for_sample(manifest, units, sampled)
     if planned.mixture is not None and manifest.mixture is not None:
         out.print(f"  mixture: {planned.mixture.total_tokens:,.0f} tokens, the sample's share "
                   f"of total_tokens {manifest.mixture.total_tokens:,.0f}", highlight=False)

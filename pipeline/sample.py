@@ -181,8 +181,8 @@ def sample_filter(table: pa.Table, unit: InputUnit) -> pa.Table:
     return unit.keep(table) if isinstance(unit, SampledUnit) else table
 
 
-def token_share(units: dict[str, list[InputUnit]], sampled: dict[str, list[InputUnit]],
-                value: SampleValue) -> float:
+def _token_share(units: dict[str, list[InputUnit]], sampled: dict[str, list[InputUnit]],
+                 value: SampleValue) -> float:
     """The share of the corpus a sample reads, by which its mixture is scaled
     (`for_sample`): F, or the documents N per source comes to over all those listed."""
     if isinstance(value, float):
@@ -193,14 +193,19 @@ def token_share(units: dict[str, list[InputUnit]], sampled: dict[str, list[Input
     return min(1.0, taken / listed) if listed else 1.0
 
 
-def for_sample(manifest: Manifest, share: float) -> Manifest:
-    """The manifest a sampled run plans with: its mixture's `total_tokens` times
-    `share`, so that the sample packs about the epochs the full run would (as far as the
-    units drawn are like their source's others), rather than the full run's tokens out
-    of a sample (the Lemur manifest's 90B
-    tokens from a 0.1% sample: 180 GB of shards, each document repeated ~1,000 times).
-    The run's fingerprint, manifest.json and stats.json keep the manifest as written."""
-    if manifest.mixture is None or share >= 1.0:
+def for_sample(manifest: Manifest, units: dict[str, list[InputUnit]],
+               sampled: dict[str, list[InputUnit]]) -> Manifest:
+    """The manifest a sampled run (`manifest.sample`, drawn as `sampled` from the listed
+    `units`) plans with: its mixture's `total_tokens` times the share of the corpus the
+    sample reads, so that the sample packs about the epochs the full run would (as far as
+    the units drawn are like their source's others), rather than the full run's tokens
+    out of a sample (the Lemur manifest's 90B tokens from a 0.1% sample: 180 GB of
+    shards, each document repeated ~1,000 times). The run's fingerprint, manifest.json
+    and stats.json keep the manifest as written."""
+    if manifest.mixture is None or manifest.sample is None:
+        return manifest
+    share = _token_share(units, sampled, manifest.sample)
+    if share >= 1.0:
         return manifest
     tokens = max(1.0, float(round(manifest.mixture.total_tokens * share)))  # whole tokens
     mixture = manifest.mixture.model_copy(update={"total_tokens": tokens})
